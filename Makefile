@@ -1,0 +1,49 @@
+# The two commands of the README: `make demo` and `make test`. Both install everything first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(CURDIR)/$(VENV)/bin
+
+export PATH := $(BIN):$(PATH)
+export AIRFLOW_HOME ?= $(CURDIR)/.airflow
+export AIRFLOW__CORE__DAGS_FOLDER := $(CURDIR)/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER := $(CURDIR)/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW__CORE__PARALLELISM := 4
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: setup demo test lint unit clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	./scripts/ensure-system-deps.sh
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null
+	$(PY) -m pip install -q --disable-pip-version-check uv
+	$(BIN)/uv pip install -q --python $(PY) -r requirements.txt
+	$(BIN)/uv pip install -q --python $(PY) --no-deps -e .
+	touch $@
+
+.cache/.jars: $(VENV)/.installed
+	$(PY) scripts/prefetch_jars.py
+	touch $@
+
+$(AIRFLOW_HOME)/airflow.db: $(VENV)/.installed
+	mkdir -p $(AIRFLOW_HOME)
+	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log 2>&1 || (tail -40 $(AIRFLOW_HOME)/migrate.log; exit 1)
+
+setup: $(VENV)/.installed .cache/.jars $(AIRFLOW_HOME)/airflow.db
+
+demo: setup
+	$(PY) demo/run_demo.py
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest -q tests/unit
+
+test: setup lint
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+clean:
+	rm -rf $(VENV) .cache .airflow .local-kafka reports

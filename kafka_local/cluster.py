@@ -1,0 +1,326 @@
+"""Single-node KRaft Kafka clusters on loopback, from Maven-resolved jars, for the demo, tests and benchmarks.
+
+A cluster lives in its own folder (`home`): `server.properties`, the data dir, `broker.log` and
+`cluster.json` (ports, pid). The JVM is the process we start, so its pid is the broker's.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafka_local.maven import classpath, kafka_jar_set, resolve
+
+log = logging.getLogger(__name__)
+
+# Local-only credentials of secured test clusters. `admin` is the super user.
+SECURED_USERS: dict[str, str] = {
+    "admin": "admin-secret",
+    "alice": "alice-secret",
+    "bob": "bob-secret",
+    "mirror": "mirror-secret",
+}
+SUPER_USER = "admin"
+STARTUP_TIMEOUT_S = 90.0
+
+_LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = warn
+"""
+
+
+class ClusterStartError(RuntimeError):
+    """A broker did not come up; the message carries the tail of its log."""
+
+
+@dataclass
+class KafkaCluster:
+    """A running (or recorded) local cluster."""
+
+    name: str
+    home: str
+    port: int
+    controller_port: int
+    cluster_id: str
+    secured: bool
+    pid: int = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return Path(self.home) / "broker.log"
+
+    def client_config(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
+        """confluent-kafka settings to reach this cluster; on a secured one as `user` (default: admin)."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.secured:
+            user = user or SUPER_USER
+            config.update({
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": mechanism,
+                "sasl.username": user,
+                "sasl.password": SECURED_USERS[user],
+            })
+        return config
+
+    def is_running(self) -> bool:
+        if self.pid <= 0:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        # A reused pid would not have our home folder on its command line.
+        try:
+            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return self.home.encode() in cmdline
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM the broker and wait; SIGKILL it if it does not stop in time."""
+        if not self.is_running():
+            return
+        os.kill(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                _reap(self.pid)
+                return
+            _reap(self.pid)
+            time.sleep(0.2)
+        log.warning("cluster %s did not stop in %.0f s; killing pid %d", self.name, timeout_s, self.pid)
+        os.kill(self.pid, signal.SIGKILL)
+        _reap(self.pid)
+
+    def save(self) -> None:
+        (Path(self.home) / "cluster.json").write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, home: Path) -> KafkaCluster | None:
+        state = home / "cluster.json"
+        if not state.exists():
+            return None
+        return cls(**json.loads(state.read_text()))
+
+
+def _reap(pid: int) -> None:
+    """Collect a finished child so it does not linger as a zombie (no-op for non-children)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def free_port() -> int:
+    """A free loopback port below the ephemeral range (ports above 32767 failed to bind here)."""
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port found between 20000 and 32000")
+
+
+def _new_cluster_id() -> str:
+    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _jaas_plain(users: dict[str, str]) -> str:
+    entries = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+    return (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{SUPER_USER}" password="{users[SUPER_USER]}" {entries};'
+    )
+
+
+def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
+    common = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{cluster.controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": str(data_dir),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Fast compaction in tests that need gaps in offsets.
+        "log.cleaner.backoff.ms": "1000",
+    }
+    if cluster.secured:
+        security = {
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port},CONTROLLER://127.0.0.1:{cluster.controller_port}",
+            "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port}",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            # The controller listener must speak SASL too: a PLAINTEXT one registers the node as
+            # User:ANONYMOUS, which the authorizer denies, and the broker never finishes starting.
+            "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": _jaas_plain(SECURED_USERS),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(SECURED_USERS),
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": f"User:{SUPER_USER}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+    else:
+        security = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{cluster.port},CONTROLLER://127.0.0.1:{cluster.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{cluster.port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        }
+    return "".join(f"{key}={value}\n" for key, value in {**common, **security}.items())
+
+
+def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path) -> list[str]:
+    # Short-lived tool JVMs start faster with C1 only and the serial collector.
+    jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"] if tool else [
+        "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    ]
+    return [
+        "java", *jvm,
+        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={home / 'logs'}",
+        "-cp", classpath(lib), main_class, *args,
+    ]
+
+
+def start_cluster(name: str, home: Path, secured: bool = False) -> KafkaCluster:
+    """Format and start a single-node cluster in `home`; return once it serves clients."""
+    lib = resolve(kafka_jar_set())
+    last_error: Exception | None = None
+    for _attempt in range(3):  # another process may take a port between our probe and the bind
+        try:
+            return _start_once(name, home, secured, lib)
+        except ClusterStartError as error:
+            if "Address already in use" not in str(error):
+                raise
+            last_error = error
+    raise ClusterStartError(f"cluster {name}: no free ports after 3 attempts: {last_error}")
+
+
+def _start_once(name: str, home: Path, secured: bool, lib: Path) -> KafkaCluster:
+    home = home.resolve()
+    if home.exists():
+        subprocess.run(["rm", "-rf", str(home)], check=True)
+    (home / "logs").mkdir(parents=True)
+    port = free_port()
+    controller_port = free_port()
+    while controller_port == port:
+        controller_port = free_port()
+    cluster = KafkaCluster(name, str(home), port, controller_port, _new_cluster_id(), secured)
+    (home / "log4j2.properties").write_text(_LOG4J2)
+    props = home / "server.properties"
+    props.write_text(server_properties(cluster, home / "data"))
+
+    format_args = ["format", "-t", cluster.cluster_id, "-c", str(props)]
+    if secured:
+        for user, password in SECURED_USERS.items():
+            format_args += ["--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]"]
+    formatted = subprocess.run(
+        _java_command(lib, "kafka.tools.StorageTool", *format_args, tool=True, home=home),
+        capture_output=True, text=True,
+    )
+    if formatted.returncode != 0:
+        raise ClusterStartError(f"cluster {name}: formatting storage failed:\n{formatted.stdout}{formatted.stderr}")
+
+    started = time.monotonic()
+    with open(cluster.log_file, "ab") as log_out:
+        process = subprocess.Popen(
+            _java_command(lib, "kafka.Kafka", str(props), tool=False, home=home),
+            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a test run does not hit it
+        )
+    cluster.pid = process.pid
+    cluster.save()
+    _wait_until_serving(cluster, process)
+    log.info("cluster %s serving on %s (pid %d) after %.1f s", name, cluster.bootstrap, cluster.pid,
+             time.monotonic() - started)
+    return cluster
+
+
+def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes]) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    admin = AdminClient({**cluster.client_config(), "log_level": "0"})
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ClusterStartError(
+                f"cluster {cluster.name}: broker exited with {process.returncode}:\n{_tail(cluster.log_file)}"
+            )
+        try:
+            metadata = admin.list_topics(timeout=1.0)
+            if metadata.brokers:
+                return
+        except Exception:  # KafkaException while the broker is still starting
+            time.sleep(0.3)
+    cluster.stop()
+    raise ClusterStartError(
+        f"cluster {cluster.name}: not serving on {cluster.bootstrap} after {STARTUP_TIMEOUT_S:.0f} s:\n"
+        f"{_tail(cluster.log_file)}"
+    )
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def start_pair(root: Path, secured: bool = False) -> tuple[KafkaCluster, KafkaCluster]:
+    """Start the `source` and `target` clusters side by side under `root`."""
+    resolve(kafka_jar_set())  # once, before two threads would race to resolve it
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        source = pool.submit(start_cluster, "source", root / "source", secured)
+        target = pool.submit(start_cluster, "target", root / "target", secured)
+        try:
+            return source.result(), target.result()
+        except Exception:
+            for future in (source, target):
+                if future.exception() is None:
+                    future.result().stop()
+            raise

@@ -1,0 +1,1 @@
+"""The migration domain: plans, policies, target preparation, replication, offset mapping, cutover."""

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Java 17+ runs the Kafka brokers and Spark; Maven resolves their jars from Maven Central.
+# Installs what is missing from Debian's packages (needs root, as on CI and dev machines here).
+set -euo pipefail
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing system packages: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "not root: install ${missing[*]} yourself, then run make again" >&2
+    exit 1
+  fi
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi

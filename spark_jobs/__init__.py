@@ -1,0 +1,1 @@
+"""PySpark entry points (backfill, validate) over pure DataFrame functions."""

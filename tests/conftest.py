@@ -1,0 +1,61 @@
+"""Shared fixtures: real local Kafka clusters (plain and secured pairs) and Airflow's environment.
+
+Airflow reads its configuration from the environment when first imported, so it is set here,
+before any test module imports Airflow.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".airflow"))
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(ROOT / "dags"))
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__PARALLELISM", "4")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Airflow puts the plugins folder on sys.path in its own processes; tests import it directly.
+sys.path.insert(0, str(ROOT / "plugins"))
+
+from kafka_local.cluster import KafkaCluster, start_pair  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kafka_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """A plain source and target cluster, shared by the whole session."""
+    source, target = start_pair(tmp_path_factory.mktemp("kafka-plain"))
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """A SASL (PLAIN and SCRAM-SHA-512) source and target with ACLs enforced; `admin` is the super user."""
+    source, target = start_pair(tmp_path_factory.mktemp("kafka-secured"), secured=True)
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's SQLite metadata DB, migrated (idempotent; a few seconds when already current)."""
+    airflow = Path(sys.executable).parent / "airflow"
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, env=os.environ.copy())
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A topic/group name unique to the test, so tests sharing clusters never see each other's data."""
+    import uuid
+
+    return f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
