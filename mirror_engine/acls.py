@@ -1,0 +1,100 @@
+"""ACLs of a migration: read from a cluster, translated for the target, created there.
+
+Unlike MirrorMaker 2 (which copies only literal topic ACLs, drops ALLOW WRITE and downgrades ALL
+to READ), a migration moves producers and consumers to the target, so every topic, group,
+cluster and transactional-id ACL is copied with its operation and permission as they are:
+topic names go through the replication policy, principals through the plan's map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from mirror_engine.plan import MigrationPlan
+
+SYNCED_RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
+
+
+@dataclass(frozen=True, order=True)
+class Acl:
+    """One ACL binding as plain strings, hashable, so sets of them can be compared."""
+
+    resource_type: str  # TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID
+    name: str
+    pattern: str  # LITERAL or PREFIXED
+    principal: str
+    host: str
+    operation: str  # READ, WRITE, ALL, ...
+    permission: str  # ALLOW or DENY
+
+    @classmethod
+    def from_binding(cls, binding: AclBinding) -> Acl:
+        return cls(
+            binding.restype.name, binding.name, binding.resource_pattern_type.name, binding.principal,
+            binding.host, binding.operation.name, binding.permission_type.name,
+        )
+
+    def to_binding(self) -> AclBinding:
+        return AclBinding(
+            ResourceType[self.resource_type], self.name, ResourcePatternType[self.pattern], self.principal,
+            self.host, AclOperation[self.operation], AclPermissionType[self.permission],
+        )
+
+    def describe(self) -> str:
+        return (f"{self.permission} {self.principal} {self.operation} on {self.resource_type} "
+                f"{self.pattern.lower()} '{self.name}' from {self.host}")
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def translate_acl(acl: Acl, plan: MigrationPlan) -> Acl | None:
+    """The target's ACL for a source ACL, or None when the plan does not carry it over."""
+    if acl.resource_type not in SYNCED_RESOURCE_TYPES or acl.pattern not in ("LITERAL", "PREFIXED"):
+        return None
+    principal = plan.sync.principal_map.get(acl.principal, acl.principal)
+    name = acl.name
+    if acl.resource_type == "TOPIC":
+        policy = plan.policy()
+        if acl.pattern == "LITERAL" and name != "*":
+            if not plan.replicates_topic(name):
+                return None
+            name = policy.format_remote_topic(plan.source.alias, name)
+        elif acl.pattern == "PREFIXED":
+            # Under the default policy every replicated topic is `<alias><sep><topic>`, so a
+            # prefix on the source becomes the same prefix behind the alias on the target.
+            name = policy.format_remote_topic(plan.source.alias, name)
+    elif acl.resource_type == "GROUP" and acl.pattern == "LITERAL" and name != "*" \
+            and not plan.group_filter().accepts(name):
+        return None
+    return Acl(acl.resource_type, name, acl.pattern, principal, acl.host, acl.operation, acl.permission)
+
+
+def desired_target_acls(source_acls: frozenset[Acl], plan: MigrationPlan) -> frozenset[Acl]:
+    translated = (translate_acl(acl, plan) for acl in source_acls)
+    return frozenset(acl for acl in translated if acl is not None)
+
+
+def read_acls(admin: AdminClient, timeout_s: float = 15.0) -> frozenset[Acl] | None:
+    """Every ACL of a cluster, or None when the cluster has no authorizer."""
+    match_all = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
+    try:
+        bindings = admin.describe_acls(match_all, request_timeout=timeout_s).result()
+    except KafkaException as error:
+        if error.args[0].code() == KafkaError.SECURITY_DISABLED:
+            return None
+        raise
+    return frozenset(Acl.from_binding(binding) for binding in bindings)

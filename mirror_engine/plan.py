@@ -1,0 +1,291 @@
+"""The migration plan: one YAML file describing a whole migration, parsed into a validated model.
+
+A bad plan fails at load with every problem listed, each naming its field path and what is
+allowed (`PlanError`). Loading never contacts a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
+
+# MirrorMaker 2's DefaultConfigPropertyFilter `config.properties.exclude`, as regexes.
+MM2_CONFIG_EXCLUDES: tuple[str, ...] = (
+    r"follower\.replication\.throttled\.replicas",
+    r"leader\.replication\.throttled\.replicas",
+    r"message\.timestamp\.difference\.max\.ms",
+    r"message\.timestamp\.type",
+    r"unclean\.leader\.election\.enable",
+    r"min\.insync\.replicas",
+)
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]*$"
+
+
+class PlanError(ValueError):
+    """A plan that cannot be used; `problems` holds one `field.path: what is wrong` line each."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.problems = problems
+        listed = "\n".join(f"  - {problem}" for problem in problems)
+        super().__init__(f"invalid migration plan {source}: {len(problems)} problem(s)\n{listed}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_regexes(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"'{pattern}' is not a valid regular expression: {error}") from error
+    return patterns
+
+
+class ClusterSpec(_Strict):
+    """One side of the migration: an alias and how to reach it.
+
+    From Airflow, `conn_id` names the connection; from the CLI, `bootstrap_servers` and `client`
+    (librdkafka settings such as security.protocol) are used. Values may reference environment
+    variables as `${NAME}`, so secrets stay out of plan files.
+    """
+
+    alias: Annotated[str, Field(pattern=ALIAS_PATTERN, max_length=64)]
+    conn_id: str | None = None
+    bootstrap_servers: str | None = None
+    client: dict[str, str | int | bool] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _reachable_somehow(self) -> ClusterSpec:
+        if not self.conn_id and not self.bootstrap_servers:
+            raise ValueError("give conn_id (an Airflow connection) or bootstrap_servers")
+        if "bootstrap.servers" in self.client:
+            raise ValueError("put bootstrap servers in bootstrap_servers, not in client")
+        return self
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings for the CLI, with `${ENV}` references resolved."""
+        if not self.bootstrap_servers:
+            raise PlanError(
+                f"cluster '{self.alias}'",
+                [f"cluster '{self.alias}' names only the Airflow connection '{self.conn_id}': "
+                 "give bootstrap_servers to use it outside Airflow"],
+            )
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        for key, value in self.client.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            config[key] = _resolve_env(text, f"{self.alias}.client.{key}")
+        return config
+
+
+def _resolve_env(text: str, field: str) -> str:
+    def lookup(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise PlanError(field, [f"{field}: environment variable {name} is not set"])
+        return os.environ[name]
+
+    return _ENV_REFERENCE.sub(lookup, text)
+
+
+class NameSelection(_Strict):
+    """Include/exclude regex lists (full match), on top of MirrorMaker 2's default excludes."""
+
+    include: list[str] = Field(default_factory=lambda: [".*"])
+    exclude: list[str] = Field(default_factory=list)
+
+    _check = field_validator("include", "exclude")(_check_regexes)
+
+
+class PolicySpec(_Strict):
+    type: Literal["identity", "default"] = "identity"
+    separator: Annotated[str, Field(min_length=1, max_length=4)] = "."
+    # KIP-949: false keeps the pre-3.1 "." names of MM2's internal topics with a custom separator.
+    internal_separator_enabled: bool = True
+
+
+class SyncSpec(_Strict):
+    configs: bool = True
+    partitions: bool = True
+    acls: bool = True
+    # Regexes of topic config names never synced, added to MirrorMaker 2's default exclude list.
+    config_exclude: list[str] = Field(default_factory=list)
+    # Source principal -> target principal, e.g. {"User:app": "User:app-prod"}.
+    principal_map: dict[str, str] = Field(default_factory=dict)
+    # "source": the source topic's own factor, capped at the target's broker count;
+    # -1: the target broker's default; N: that factor.
+    replication_factor: Literal["source"] | int = "source"
+    # A target topic that already holds data is an error unless this is set.
+    reuse_existing_topics: bool = False
+
+    _check = field_validator("config_exclude")(_check_regexes)
+
+    @field_validator("replication_factor", mode="before")
+    @classmethod
+    def _factor(cls, value: Any) -> Any:
+        # Checked before the union, so a bad value gives one message instead of one per union branch.
+        if value == "source" or (isinstance(value, int) and not isinstance(value, bool)
+                                 and (value == -1 or 1 <= value <= 32767)):
+            return value
+        raise ValueError(f"must be 'source', -1 (the target broker's default) or a factor from 1 to 32767, "
+                         f"got {value!r}")
+
+    @field_validator("principal_map")
+    @classmethod
+    def _principals(cls, value: dict[str, str]) -> dict[str, str]:
+        for principal in (*value.keys(), *value.values()):
+            if ":" not in principal:
+                raise ValueError(f"'{principal}' is not a principal: write it as Type:name, e.g. User:alice")
+        return value
+
+
+class EngineSpec(_Strict):
+    # earliest, latest, or an ISO-8601 time: where a new flow starts reading each partition.
+    start_from: str = "earliest"
+    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000
+    linger_ms: Annotated[int, Field(ge=0, le=60_000)] = 20
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
+    producer_batch_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1_048_576
+    refresh_interval_s: Annotated[float, Field(gt=0)] = 30.0
+    heartbeat_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    offset_sync_interval_s: Annotated[float, Field(gt=0)] = 5.0
+    progress_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    exactly_once: bool = False
+    # Skip records the source deleted before they were copied, instead of stopping the partition.
+    allow_gaps: bool = False
+    status_port: Annotated[int, Field(ge=0, le=65535)] = 0
+
+    @field_validator("start_from")
+    @classmethod
+    def _start(cls, value: str) -> str:
+        if value in ("earliest", "latest"):
+            return value
+        from datetime import datetime
+
+        try:
+            datetime.fromisoformat(value)
+        except ValueError as error:
+            raise ValueError("must be 'earliest', 'latest' or an ISO-8601 time such as 2026-01-31T00:00:00Z") from error
+        return value
+
+
+class BackfillSpec(_Strict):
+    topics: list[str] = Field(default_factory=list)  # regexes of topics whose history Spark copies
+    spark_master: str = "local[2]"
+
+    _check = field_validator("topics")(_check_regexes)
+
+
+class ValidationSpec(_Strict):
+    mode: Literal["full", "sample"] = "full"
+    sample_fraction: Annotated[float, Field(gt=0, le=1)] = 0.1
+    report_dir: str = "reports"
+    schedule: str | None = None
+
+
+class CutoverSpec(_Strict):
+    groups: list[str] = Field(default_factory=list)
+    fence: bool = False
+    max_lag_records: Annotated[int, Field(ge=0)] = 0
+    producer_idle_s: Annotated[float, Field(ge=0)] = 30.0
+    wait_timeout_s: Annotated[float, Field(gt=0)] = 1800.0
+    checkpoint_interval_s: Annotated[float, Field(gt=0)] = 10.0
+    sync_group_offsets: bool = True
+
+
+class MigrationPlan(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-]*$", max_length=100)]
+    description: str = ""
+    source: ClusterSpec
+    target: ClusterSpec
+    topics: NameSelection = Field(default_factory=NameSelection)
+    groups: NameSelection = Field(default_factory=NameSelection)
+    replication_policy: PolicySpec = Field(default_factory=PolicySpec)
+    sync: SyncSpec = Field(default_factory=SyncSpec)
+    engine: EngineSpec = Field(default_factory=EngineSpec)
+    backfill: BackfillSpec = Field(default_factory=BackfillSpec)
+    validation: ValidationSpec = Field(default_factory=ValidationSpec)
+    cutover: CutoverSpec = Field(default_factory=CutoverSpec)
+    schedule: str | None = None
+
+    @model_validator(mode="after")
+    def _no_loop(self) -> MigrationPlan:
+        if self.source.alias == self.target.alias:
+            raise ValueError(f"source.alias and target.alias are both '{self.source.alias}': "
+                             "a flow needs two distinct aliases")
+        if self.source.bootstrap_servers and self.source.bootstrap_servers == self.target.bootstrap_servers:
+            raise ValueError("source.bootstrap_servers and target.bootstrap_servers name the same cluster: "
+                             "records would be replicated onto themselves")
+        if self.source.conn_id and self.source.conn_id == self.target.conn_id:
+            raise ValueError(f"source.conn_id and target.conn_id are both '{self.source.conn_id}'")
+        return self
+
+    # Derived objects, built on demand (the model is frozen and cheap to rebuild).
+    def policy(self) -> ReplicationPolicy:
+        spec = self.replication_policy
+        return make_policy(spec.type, self.source.alias, spec.separator, spec.internal_separator_enabled)
+
+    def topic_filter(self) -> NameFilter:
+        return NameFilter(self.topics.include, [*DEFAULT_TOPIC_EXCLUDES, *self.topics.exclude])
+
+    def group_filter(self) -> NameFilter:
+        return NameFilter(self.groups.include, [*DEFAULT_GROUP_EXCLUDES, *self.groups.exclude])
+
+    def config_excludes(self) -> list[str]:
+        return [*MM2_CONFIG_EXCLUDES, *self.sync.config_exclude]
+
+    def replicates_topic(self, topic: str) -> bool:
+        """MM2's shouldReplicateTopic: accepted by the filter, not internal, not a cycle back to the target."""
+        policy = self.policy()
+        return (
+            self.topic_filter().accepts(topic)
+            and not policy.is_internal_topic(topic)
+            and not is_cycle(policy, topic, self.target.alias)
+        )
+
+
+def _problem_lines(error: ValidationError) -> list[str]:
+    lines = []
+    for detail in error.errors():
+        path = ".".join(str(part) for part in detail["loc"]) or "(plan)"
+        message = detail["msg"].removeprefix("Value error, ")
+        if detail["type"] == "extra_forbidden":
+            message = "unknown field (check its spelling against the example plans in migrations/)"
+        elif detail["type"] == "literal_error":
+            message = f"{message}, got {detail.get('input')!r}"
+        lines.append(f"{path}: {message}")
+    return lines
+
+
+def plan_from_dict(data: Any, source: str = "<dict>") -> MigrationPlan:
+    if not isinstance(data, dict):
+        raise PlanError(source, ["(plan): the file must hold a mapping of fields, e.g. name:, source:, target:"])
+    try:
+        return MigrationPlan.model_validate(data)
+    except ValidationError as error:
+        raise PlanError(source, _problem_lines(error)) from None
+
+
+def load_plan(path: str | Path) -> MigrationPlan:
+    """Read and validate a YAML plan; raise PlanError listing every problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise PlanError(str(path), [f"(file): cannot read it: {error.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise PlanError(str(path), [f"(file): not valid YAML: {error}"]) from None
+    return plan_from_dict(data, str(path))

@@ -1,0 +1,357 @@
+"""Target preparation: read both clusters, compute the actions, print them, then apply them.
+
+`compute_actions` is pure: it compares what the source has (through the plan's filters, policy,
+config filter and principal map) with what the target has, so a second apply after a successful
+one finds nothing to do. Problems that forbid applying (a target topic already holding data that
+the plan did not say to reuse, a factor above the target's broker count) are listed, not guessed
+around, and nothing is applied while any remain.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
+
+from mirror_engine.acls import Acl, desired_target_acls, read_acls
+from mirror_engine.clusters import admin_client, describe_cluster
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.topics import (
+    ClusterState,
+    ConfigFilter,
+    TopicState,
+    describe_topic_configs,
+    list_topic_metadata,
+    syncable_configs,
+    topic_overrides,
+    topics_holding_data,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change to the target. `details` is JSON-able."""
+
+    kind: str  # create_topic | add_partitions | alter_configs | create_acl
+    resource: str  # the target topic, or the ACL in words
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "resource": self.resource, "details": self.details}
+
+    def summary(self) -> str:
+        d = self.details
+        if self.kind == "create_topic":
+            configs = ", ".join(f"{k}={v}" for k, v in sorted(d["configs"].items())) or "broker defaults"
+            factor = "broker default" if d["replication_factor"] == -1 else d["replication_factor"]
+            return f"{d['partitions']} partitions, RF {factor}, configs: {configs}"
+        if self.kind == "add_partitions":
+            return f"{d['from']} -> {d['to']} partitions"
+        if self.kind == "alter_configs":
+            sets = [f"set {k}={v}" for k, v in sorted(d["set"].items())]
+            return ", ".join(sets + [f"delete {k}" for k in d["delete"]])
+        acl = Acl(**d["acl"])
+        return f"{acl.permission} {acl.principal} {acl.operation} from {acl.host}"
+
+
+@dataclass
+class PreparePlan:
+    actions: list[Action]
+    problems: list[str]
+    source_topics: list[str]  # source topics the plan replicates, in order
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "actions": [a.to_dict() for a in self.actions],
+            "problems": self.problems,
+            "source_topics": self.source_topics,
+        }
+
+
+@dataclass
+class ApplyResult:
+    applied: list[Action] = field(default_factory=list)
+    failed: list[tuple[Action, str]] = field(default_factory=list)
+    not_attempted: list[Action] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.not_attempted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "applied": [a.to_dict() for a in self.applied],
+            "failed": [{**a.to_dict(), "error": e} for a, e in self.failed],
+            "not_attempted": [a.to_dict() for a in self.not_attempted],
+        }
+
+
+def _denied(error: KafkaException) -> bool:
+    return error.args[0].code() in (
+        KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    )
+
+
+def read_source_state(admin: AdminClient, plan: MigrationPlan, warnings: list[str] | None = None) -> ClusterState:
+    """The source's replicated topics and ACLs. With `warnings` given, configs or ACLs the principal
+    may not read are skipped with a warning there (the engine needs only READ and DESCRIBE)."""
+    broker_count, metadata = list_topic_metadata(admin)
+    names = sorted(name for name in metadata if plan.replicates_topic(name))
+    config_filter = ConfigFilter(plan.config_excludes())
+    entries = {}
+    if plan.sync.configs:
+        try:
+            entries = describe_topic_configs(admin, names)
+        except KafkaException as error:
+            if warnings is None or not _denied(error):
+                raise
+            warnings.append(f"config sync skipped: the source denies reading topic configs ({error.args[0].str()})")
+    topics = {
+        name: TopicState(name, metadata[name][0], metadata[name][1],
+                         syncable_configs(entries.get(name, []), config_filter), metadata[name][2])
+        for name in names
+    }
+    acls = None
+    if plan.sync.acls:
+        try:
+            acls = read_acls(admin)
+        except KafkaException as error:
+            if warnings is None or not _denied(error):
+                raise
+            warnings.append(f"ACL sync skipped: the source denies describing ACLs ({error.args[0].str()})")
+    return ClusterState(broker_count, topics, acls)
+
+
+def read_target_state(
+    admin: AdminClient, plan: MigrationPlan, target_topics: list[str], read_target_acls: bool = True
+) -> ClusterState:
+    """The target as far as the plan's topics go: the remote topics that exist, their data and configs."""
+    broker_count, metadata = list_topic_metadata(admin)
+    existing = sorted(name for name in target_topics if name in metadata)
+    entries = describe_topic_configs(admin, existing)
+    topics = {
+        name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]))
+        for name in existing
+    }
+    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing})
+    acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
+    return ClusterState(broker_count, topics, acls, with_data)
+
+
+def _replication_factor(plan: MigrationPlan, source: TopicState, target_brokers: int) -> int:
+    planned = plan.sync.replication_factor
+    if planned == "source":
+        return min(source.replication_factor, target_brokers)
+    return planned
+
+
+def compute_actions(
+    plan: MigrationPlan,
+    source: ClusterState,
+    target: ClusterState,
+    managed_topics: frozenset[str] = frozenset(),
+) -> PreparePlan:
+    """The changes that make the target match the source for this plan.
+
+    `managed_topics` are target topics this migration already writes (it has offset-syncs for
+    them); data in those is the migration's own, not a reason to stop.
+    """
+    policy = plan.policy()
+    config_filter = ConfigFilter(plan.config_excludes())
+    actions: list[Action] = []
+    problems: list[str] = []
+    planned = plan.sync.replication_factor
+    if isinstance(planned, int) and planned > target.broker_count:
+        problems.append(f"sync.replication_factor: {planned} is more than the target's {target.broker_count} "
+                        "broker(s); lower it or use 'source' (capped at the broker count)")
+
+    for name, topic in sorted(source.topics.items()):
+        remote = policy.format_remote_topic(plan.source.alias, name)
+        existing = target.topics.get(remote)
+        if existing is None:
+            actions.append(Action("create_topic", remote, {
+                "source_topic": name,
+                "partitions": topic.partitions,
+                "replication_factor": _replication_factor(plan, topic, target.broker_count),
+                "configs": dict(topic.configs) if plan.sync.configs else {},
+            }))
+            continue
+        if remote in target.topics_with_data and remote not in managed_topics and not plan.sync.reuse_existing_topics:
+            problems.append(
+                f"topic '{remote}': already exists on the target and holds records that this migration did not "
+                "copy; empty or delete it, or set sync.reuse_existing_topics: true to copy into it anyway"
+            )
+        if plan.sync.partitions and existing.partitions < topic.partitions:
+            actions.append(Action("add_partitions", remote, {
+                "source_topic": name, "from": existing.partitions, "to": topic.partitions,
+            }))
+        if plan.sync.configs:
+            to_set = {k: v for k, v in topic.configs.items() if existing.configs.get(k) != v}
+            to_delete = sorted(
+                k for k in existing.configs if k not in topic.configs and not config_filter.excluded(k)
+            )
+            if to_set or to_delete:
+                actions.append(Action("alter_configs", remote, {
+                    "source_topic": name, "set": to_set, "delete": to_delete,
+                }))
+
+    if plan.sync.acls and source.acls:
+        if target.acls is None:
+            problems.append("sync.acls: the source has ACLs but the target has no authorizer; "
+                            "enable one on the target or set sync.acls: false")
+        else:
+            for acl in sorted(desired_target_acls(source.acls, plan) - target.acls):
+                resource = f"{acl.resource_type.lower()} {acl.pattern.lower()} '{acl.name}'"
+                actions.append(Action("create_acl", resource, {"acl": acl.to_dict()}))
+
+    return PreparePlan(actions, problems, sorted(source.topics))
+
+
+def plan_preparation(
+    plan: MigrationPlan,
+    source_config: dict[str, str],
+    target_config: dict[str, str],
+    managed_topics: frozenset[str] = frozenset(),
+    best_effort: bool = False,
+) -> PreparePlan:
+    """Read both clusters and compute the actions (changes nothing).
+
+    `best_effort` (the engine's refresh): configs and ACLs the source principal may not read are
+    skipped with a warning instead of failing.
+    """
+    describe_cluster(plan.source.alias, source_config)
+    describe_cluster(plan.target.alias, target_config)
+    warnings: list[str] | None = [] if best_effort else None
+    source = read_source_state(admin_client(source_config), plan, warnings)
+    policy = plan.policy()
+    remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
+    target = read_target_state(admin_client(target_config), plan, remote_names, read_target_acls=bool(source.acls))
+    prepared = compute_actions(plan, source, target, managed_topics)
+    prepared.warnings = warnings or []
+    return prepared
+
+
+def apply_actions(
+    target_config: dict[str, str], actions: list[Action], validate_only: bool = False, timeout_s: float = 30.0
+) -> ApplyResult:
+    """Apply actions in order (topics, partitions, configs, ACLs); report each one's outcome.
+
+    With `validate_only`, the broker checks topic, partition and config changes without making
+    them (ACL creation has no such mode and is only listed).
+    """
+    admin = admin_client(target_config)
+    result = ApplyResult()
+    by_kind: dict[str, list[Action]] = {}
+    for action in actions:
+        by_kind.setdefault(action.kind, []).append(action)
+
+    def settle(action: Action, future: Any) -> None:
+        try:
+            future.result()
+            result.applied.append(action)
+        except KafkaException as error:
+            result.failed.append((action, str(error.args[0].str() if error.args else error)))
+
+    creates = by_kind.get("create_topic", [])
+    if creates:
+        new_topics = [
+            NewTopic(a.resource, a.details["partitions"], a.details["replication_factor"], config=a.details["configs"])
+            for a in creates
+        ]
+        futures = admin.create_topics(new_topics, request_timeout=timeout_s, validate_only=validate_only)
+        for action in creates:
+            settle(action, futures[action.resource])
+    grows = by_kind.get("add_partitions", [])
+    if grows:
+        futures = admin.create_partitions(
+            [NewPartitions(a.resource, a.details["to"]) for a in grows],
+            request_timeout=timeout_s, validate_only=validate_only,
+        )
+        for action in grows:
+            settle(action, futures[action.resource])
+    for action in by_kind.get("alter_configs", []):
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in action.details["set"].items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in action.details["delete"]]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, action.resource, incremental_configs=entries)
+        futures = admin.incremental_alter_configs([resource], request_timeout=timeout_s, validate_only=validate_only)
+        settle(action, next(iter(futures.values())))
+    acl_actions = by_kind.get("create_acl", [])
+    if acl_actions and validate_only:
+        result.not_attempted.extend(acl_actions)
+    elif acl_actions:
+        bindings = {Acl(**a.details["acl"]).to_binding(): a for a in acl_actions}
+        futures = admin.create_acls(list(bindings), request_timeout=timeout_s)
+        for binding, future in futures.items():
+            settle(bindings[binding], future)
+        _wait_for_acls(admin, {Acl(**a.details["acl"]) for a in result.applied if a.kind == "create_acl"})
+
+    if not validate_only and (creates or grows):
+        _wait_for_topics(admin, [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")])
+    return result
+
+
+def _wait_for_topics(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
+    """Topic creation returns once the controller committed it; wait until the metadata serves it too."""
+    deadline = time.monotonic() + timeout_s
+    missing = set(names)
+    while missing and time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=5)
+        missing = {n for n in missing if not _served(metadata.topics.get(n))}
+        if missing:
+            time.sleep(0.2)
+
+
+def _wait_for_acls(admin: AdminClient, created: set[Acl], timeout_s: float = 15.0) -> None:
+    """The authorizer applies new ACLs from the metadata log a moment after creation; wait for that."""
+    deadline = time.monotonic() + timeout_s
+    while created and time.monotonic() < deadline:
+        if created <= (read_acls(admin) or frozenset()):
+            return
+        time.sleep(0.2)
+
+
+def _served(topic: Any) -> bool:
+    """The topic is in the metadata and every partition has a leader."""
+    return (topic is not None and topic.error is None and bool(topic.partitions)
+            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()))
+
+
+def render_actions(actions: list[Action]) -> str:
+    """A readable table of actions for a dry-run or a task log."""
+    if not actions:
+        return "nothing to do: the target already matches the source for this plan"
+    rows = [(a.kind, a.resource, a.summary()) for a in actions]
+    widths = [max(len(r[i]) for r in [("action", "resource", "details"), *rows]) for i in range(2)]
+    lines = [f"{'action':<{widths[0]}}  {'resource':<{widths[1]}}  details"]
+    lines.append(f"{'-' * widths[0]}  {'-' * widths[1]}  {'-' * 7}")
+    lines += [f"{k:<{widths[0]}}  {r:<{widths[1]}}  {d}" for k, r, d in rows]
+    return "\n".join(lines)
+
+
+def render_result(result: ApplyResult) -> str:
+    lines = [f"applied {len(result.applied)}, failed {len(result.failed)}, not attempted {len(result.not_attempted)}"]
+    lines += [f"  FAILED {a.kind} {a.resource}: {error}" for a, error in result.failed]
+    lines += [f"  not attempted {a.kind} {a.resource}" for a in result.not_attempted]
+    return "\n".join(lines)
+
+
+def to_json(value: PreparePlan | ApplyResult) -> str:
+    return json.dumps(value.to_dict(), indent=2, sort_keys=True)

@@ -1,0 +1,135 @@
+"""What a cluster's topics look like, read once: partitions, replication factor, configs, data."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
+
+# Config sources that are explicit settings on the source cluster, so they are carried over.
+# STATIC_BROKER_CONFIG belongs to one broker's files and DEFAULT_CONFIG is no setting at all.
+# (describe_configs gives sources as plain ints, so compare by value.)
+_SYNCED_SOURCES = frozenset({
+    ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+    ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+})
+_TOPIC_SOURCE = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
+def _source_value(entry: object) -> int:
+    source = getattr(entry, "source", None)
+    return source.value if isinstance(source, ConfigSource) else int(source or 0)
+
+
+@dataclass(frozen=True)
+class TopicState:
+    name: str
+    partitions: int
+    replication_factor: int
+    # Source side: the settings to carry over (already filtered). Target side: its topic-level overrides.
+    configs: dict[str, str] = field(default_factory=dict)
+    topic_id: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    broker_count: int
+    topics: dict[str, TopicState]
+    acls: frozenset | None = None  # frozenset[Acl]; None when the cluster has no authorizer
+    topics_with_data: frozenset[str] = frozenset()
+
+
+class ConfigFilter:
+    """Which topic config names are never synced (MM2's default exclude list plus the plan's)."""
+
+    def __init__(self, exclude_patterns: list[str]) -> None:
+        self._exclude = re.compile("|".join(f"(?:{p})" for p in exclude_patterns)) if exclude_patterns else None
+
+    def excluded(self, name: str) -> bool:
+        return bool(self._exclude and self._exclude.fullmatch(name))
+
+
+def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[int, dict[str, tuple[int, int, str]]]:
+    """(broker count, {topic: (partitions, replication factor, topic id)}) for the non-internal topics."""
+    metadata = admin.list_topics(timeout=timeout_s)
+    topics = {}
+    for name, topic in metadata.topics.items():
+        if topic.error is not None or name.startswith("__"):
+            continue
+        replication = max((len(p.replicas) for p in topic.partitions.values()), default=0)
+        topics[name] = (len(topic.partitions), replication, str(getattr(topic, "topic_id", "") or ""))
+    return len(metadata.brokers), topics
+
+
+def describe_topic_configs(
+    admin: AdminClient, names: list[str], timeout_s: float = 15.0
+) -> dict[str, list]:
+    """The config entries of each topic (ConfigEntry objects), in one request."""
+    if not names:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    return {resource.name: list(future.result().values()) for resource, future in futures.items()}
+
+
+def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:
+    """The source entries a target topic should carry: explicit, writable, public and not excluded."""
+    return {
+        entry.name: entry.value
+        for entry in entries
+        if _source_value(entry) in _SYNCED_SOURCES
+        and not entry.is_read_only
+        and not entry.is_sensitive
+        and entry.value is not None
+        and not config_filter.excluded(entry.name)
+    }
+
+
+def topic_overrides(entries: list) -> dict[str, str]:
+    """A topic's own settings (set on the topic itself)."""
+    return {
+        entry.name: entry.value
+        for entry in entries
+        if _source_value(entry) == _TOPIC_SOURCE and entry.value is not None
+    }
+
+
+def topics_holding_data(
+    admin: AdminClient, partitions: dict[str, int], timeout_s: float = 15.0
+) -> frozenset[str]:
+    """The topics of `partitions` ({topic: count}) where some partition holds at least one record."""
+    if not partitions:
+        return frozenset()
+    tps = [TopicPartition(topic, p) for topic, count in partitions.items() for p in range(count)]
+    start = list_offsets(admin, tps, OffsetSpec.earliest(), timeout_s)
+    end = list_offsets(admin, tps, OffsetSpec.latest(), timeout_s)
+    return frozenset(topic for (topic, p), offset in end.items() if offset > start[(topic, p)])
+
+
+_RETRIABLE = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TRANSPORT,
+})
+
+
+def list_offsets(
+    admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, timeout_s: float = 15.0,
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[tuple[str, int], int]:
+    """{(topic, partition): offset} for `spec`, retrying the brief errors of a just-created or moving leader."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout_s,
+                                     isolation_level=isolation_level)
+        try:
+            return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+        except KafkaException as error:
+            if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)

@@ -1,0 +1,390 @@
+"""Reading MirrorMaker 2 properties files into plans: good files map field by field; each bad one fails with
+problems that start with the MM2 key at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mirror_engine.mm2_config import load_mm2_config, parse_properties, plan_from_mm2_properties
+from mirror_engine.plan import PlanError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REALISTIC = r"""
+# MirrorMaker 2: move the orders domain from dc1 to dc2.
+! Java .properties comments may also start with an exclamation mark.
+clusters = dc1, dc2, dr
+
+dc1.bootstrap.servers = kafka-dc1-1.example.internal:9093, \
+                        kafka-dc1-2.example.internal:9093
+dc2.bootstrap.servers: kafka-dc2-1.example.internal:9093
+dr.bootstrap.servers   kafka-dr-1.example.internal:9093
+
+# Both sides authenticate with SCRAM; the password comes from the environment.
+security.protocol = SASL_SSL
+sasl.mechanism = SCRAM-SHA-512
+dc1.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \
+    username="mirror" \
+    password="${env:DC1_MIRROR_PASSWORD}";
+# The properties layer turns \\\" into \", which JAAS reads as a quote inside the password.
+dc2.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \
+    username="mirror-dc2" password="p\\\"w";
+dc2.ssl.truststore.type = PEM
+dc2.ssl.truststore.location = /etc/kafka/dc2-ca.pem
+dc2.ssl.endpoint.identification.algorithm =
+dc1.consumer.isolation.level = read_committed
+dc2.producer.compression.type = zstd
+
+dc1->dc2.enabled = true
+dc2->dc1.enabled = false
+dc1->dr.enabled = false
+
+# Top-level lists apply to every flow; this flow narrows them.
+topics = .*
+dc1->dc2.topics = orders\\..*, \
+                  invoices
+dc1->dc2.topics.exclude = orders\\.debug\\..*, .*[\\-\\.]internal, __.*
+dc1->dc2.groups = orders-.*, billing
+groups.exclude = console-consumer-.*, test-.*
+
+replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.factor = 3
+config.properties.exclude = follower\\.replication\\.throttled\\.replicas, min\\.insync\\.replicas, \
+    retention\\.bytes
+sync.topic.acls.enabled = FALSE
+sync.group.offsets.enabled = true
+sync.group.offsets.interval.seconds = 20
+emit.checkpoints.interval.seconds = 15
+emit.heartbeats.interval.seconds = 5
+refresh.topics.interval.seconds = 60
+dc2.exactly.once.source.support = enabled
+
+tasks.max = 8
+offset-syncs.topic.location = target
+offset.lag.max = 50
+checkpoints.topic.replication.factor = 3
+dc2.offset.storage.replication.factor = 3
+dedicated.mode.enable.internal.rest = true
+"""
+
+MINIMAL = """\
+clusters = a, b
+a.bootstrap.servers = 127.0.0.1:19092
+b.bootstrap.servers = 127.0.0.1:29092
+a->b.enabled = true
+"""
+
+
+def _problems(text: str, flow: str | None = None) -> list[str]:
+    with pytest.raises(PlanError) as caught:
+        plan_from_mm2_properties(text, "test.properties", flow)
+    return caught.value.problems
+
+
+def _only_problem_about(text: str, key: str) -> str:
+    problems = _problems(text)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{key}: "), problems
+    return problems[0]
+
+
+# ---- Properties syntax ----------------------------------------------------------------------------------
+
+
+def test_properties_syntax():
+    text = (
+        "# comment ending in a backslash does not continue \\\n"
+        "not.continued = 1\n"
+        "  ! another comment\n"
+        "spaced.key   value with spaces  \n"
+        "colon.key:colon value\n"
+        "equals.key=a=b:c\n"
+        "continued = first, \\\n"
+        "     second\n"
+        "escaped\\ key\\=x = tab\\there \\u00e9 \\\\ end\n"
+        "empty.value =\n"
+        "twice = 1\n"
+        "twice = 2\n"
+    )
+    assert parse_properties(text) == {
+        "not.continued": "1",
+        "spaced.key": "value with spaces",
+        "colon.key": "colon value",
+        "equals.key": "a=b:c",
+        "continued": "first, second",
+        "escaped key=x": "tab\there \u00e9 \\ end",
+        "empty.value": "",
+        "twice": "2",
+    }
+
+
+def test_crlf_line_endings_and_continuation_at_end_of_file():
+    assert parse_properties("a = 1\r\nb = 2 \\") == {"a": "1", "b": "2"}
+
+
+# ---- Good files -----------------------------------------------------------------------------------------
+
+
+def test_realistic_file_maps_to_the_plan(monkeypatch):
+    plan = plan_from_mm2_properties(REALISTIC, "mm2.properties")
+
+    assert plan.name == "dc1-to-dc2"
+    assert plan.source.alias == "dc1" and plan.target.alias == "dc2"
+    assert plan.source.bootstrap_servers == "kafka-dc1-1.example.internal:9093,kafka-dc1-2.example.internal:9093"
+    assert plan.target.bootstrap_servers == "kafka-dc2-1.example.internal:9093"
+    # Top-level security settings apply to both clusters; jaas becomes librdkafka's username/password.
+    assert plan.source.client == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "mirror",
+        "sasl.password": "${DC1_MIRROR_PASSWORD}",
+    }
+    assert plan.target.client == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "mirror-dc2",
+        "sasl.password": 'p"w',
+        "ssl.ca.location": "/etc/kafka/dc2-ca.pem",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    monkeypatch.setenv("DC1_MIRROR_PASSWORD", "s3cret")
+    assert plan.source.client_config()["sasl.password"] == "s3cret"
+
+    # Flow-scoped lists win; entries equal to MM2's default excludes are left to the plan's own defaults.
+    assert plan.topics.include == [r"orders\..*", "invoices"]
+    assert plan.topics.exclude == [r"orders\.debug\..*"]
+    assert plan.groups.include == ["orders-.*", "billing"]
+    assert plan.groups.exclude == ["test-.*"]
+    assert plan.replicates_topic("orders.created")
+    assert not plan.replicates_topic("orders.debug.x")
+    assert not plan.replicates_topic("customers")
+
+    assert plan.replication_policy.type == "identity"
+    assert plan.policy().format_remote_topic("dc1", "orders.created") == "orders.created"
+    assert plan.sync.replication_factor == 3
+    assert plan.sync.configs is True
+    assert plan.sync.acls is False
+    assert plan.sync.config_exclude == [r"retention\.bytes"]
+    assert plan.cutover.sync_group_offsets is True
+    assert plan.cutover.checkpoint_interval_s == 15  # the more frequent of the two intervals
+    assert plan.engine.heartbeat_interval_s == 5
+    assert plan.engine.refresh_interval_s == 60
+    assert plan.engine.exactly_once is True
+
+    # Recognised settings the engine does not need are recorded, not dropped.
+    for key in ("tasks.max", "offset.lag.max", "offset-syncs.topic.location", "dc1.consumer.isolation.level",
+                "dc2.producer.compression.type", "dc2.offset.storage.replication.factor"):
+        assert key in plan.description
+
+
+def test_minimal_file_takes_mirrormaker2_defaults_that_shape_the_target():
+    plan = plan_from_mm2_properties(MINIMAL, "mm2.properties")
+    assert plan.name == "a-to-b"
+    assert plan.replication_policy.type == "default"  # MM2's DefaultReplicationPolicy: a.orders
+    assert plan.policy().format_remote_topic("a", "orders") == "a.orders"
+    assert plan.sync.replication_factor == 2
+    assert plan.cutover.sync_group_offsets is False
+    assert plan.topics.include == [".*"]
+    assert plan.source.client == {}
+    assert plan.engine.exactly_once is False
+
+
+def test_flow_is_chosen_when_several_are_enabled():
+    text = MINIMAL + "b->a.enabled = true\nb->a.topics = returns\na->b.topics = orders\n"
+    forward = plan_from_mm2_properties(text, "mm2.properties", flow="a->b")
+    backward = plan_from_mm2_properties(text, "mm2.properties", flow=" b -> a ")
+    assert (forward.source.alias, forward.target.alias, forward.topics.include) == ("a", "b", ["orders"])
+    assert (backward.source.alias, backward.target.alias, backward.topics.include) == ("b", "a", ["returns"])
+    assert backward.name == "b-to-a"
+
+
+def test_flow_scoped_settings_beat_top_level_ones():
+    text = MINIMAL + (
+        "replication.factor = 1\na->b.replication.factor = 3\n"
+        "sync.topic.configs.enabled = true\na->b.sync.topic.configs.enabled = false\n"
+        "groups = x\na->b.groups = y\n"
+        "replication.policy.class = DefaultReplicationPolicy\n"
+        "a->b.replication.policy.class = IdentityReplicationPolicy\n"
+        "b->a.replication.factor = 5\n"
+    )
+    plan = plan_from_mm2_properties(text, "mm2.properties")
+    assert plan.sync.replication_factor == 3
+    assert plan.sync.configs is False
+    assert plan.groups.include == ["y"]
+    assert plan.replication_policy.type == "identity"
+
+
+def test_top_level_settings_apply_when_the_flow_has_none():
+    plan = plan_from_mm2_properties(MINIMAL + "topics = t1 , t2,,\nreplication.factor = -1\n", "mm2.properties")
+    assert plan.topics.include == ["t1", "t2"]
+    assert plan.sync.replication_factor == -1
+
+
+def test_legacy_blacklist_keys():
+    text = MINIMAL + (
+        "topics.blacklist = scratch-.*\na->b.groups.blacklist = tmp-.*\n"
+        "config.properties.blacklist = x\\\\.y\n"
+    )
+    plan = plan_from_mm2_properties(text, "mm2.properties")
+    assert plan.topics.exclude == ["scratch-.*"]
+    assert plan.groups.exclude == ["tmp-.*"]
+    assert plan.sync.config_exclude == [r"x\.y"]
+    # The current name wins over the legacy one in the same scope.
+    both = MINIMAL + "topics.exclude = new-.*\ntopics.blacklist = old-.*\n"
+    assert plan_from_mm2_properties(both, "mm2.properties").topics.exclude == ["new-.*"]
+
+
+def test_custom_separator():
+    text = MINIMAL + "replication.policy.separator = _\nreplication.policy.internal.topic.separator.enabled = false\n"
+    plan = plan_from_mm2_properties(text, "mm2.properties")
+    assert plan.replication_policy.type == "default"
+    assert plan.replication_policy.separator == "_"
+    assert plan.replication_policy.internal_separator_enabled is False
+    policy = plan.policy()
+    assert policy.format_remote_topic("a", "orders") == "a_orders"
+    assert policy.offset_syncs_topic("b") == "mm2-offset-syncs.b.internal"
+
+
+def test_example_file_loads():
+    plan = load_mm2_config(ROOT / "migrations" / "mm2-example.properties")
+    assert plan.name == "src-to-tgt"
+    assert (plan.source.alias, plan.target.alias) == ("src", "tgt")
+    assert plan.source.bootstrap_servers == "127.0.0.1:19092"
+    assert plan.target.bootstrap_servers == "127.0.0.1:29092"
+    assert plan.replication_policy.type == "identity"
+    assert plan.topics.include == ["orders", "payments", "customers"]
+    assert plan.sync.replication_factor == 1
+    assert plan.cutover.sync_group_offsets is True
+    assert plan.replicates_topic("orders") and not plan.replicates_topic("orders.tmp")
+
+
+def test_unreadable_file_is_a_plan_error(tmp_path):
+    with pytest.raises(PlanError) as caught:
+        load_mm2_config(tmp_path / "missing.properties")
+    assert caught.value.problems[0].startswith("(file): cannot read it")
+
+
+# ---- Bad files: every problem starts with the key at fault --------------------------------------------
+
+
+def test_missing_clusters():
+    problems = _problems("a.bootstrap.servers = h:1\nb.bootstrap.servers = h:2\n")
+    assert problems[0].startswith("clusters: required")
+
+
+def test_flow_cluster_without_bootstrap_servers():
+    text = "clusters = a, b, c\na.bootstrap.servers = h:1\na->b.enabled = true\n"
+    message = _only_problem_about(text, "b.bootstrap.servers")
+    assert "required" in message and "target cluster 'b'" in message  # c is not in the flow, so not required
+
+
+def test_no_enabled_flow():
+    text = MINIMAL.replace("a->b.enabled = true", "a->b.enabled = false")
+    message = _only_problem_about(text, "<source>-><target>.enabled")
+    assert "no replication flow is enabled" in message
+
+
+def test_two_enabled_flows_without_a_choice():
+    message = _only_problem_about(MINIMAL + "b->a.enabled = true\n", "a->b.enabled, b->a.enabled")
+    assert "a->b, b->a" in message and "flow=" in message
+
+
+def test_unknown_key():
+    message = _only_problem_about(MINIMAL + "sync.topic.acl.enabled = false\n", "sync.topic.acl.enabled")
+    assert "unknown MirrorMaker 2 setting" in message and "sync.topic.acls.enabled" in message
+
+
+def test_several_unknown_keys_are_listed_together_with_other_problems():
+    text = MINIMAL + (
+        "foo.bar = 1\n"
+        "a.bootstrp.servers = h\n"
+        "c.bootstrap.servers = h:3\n"
+        "a.replication.factor = 3\n"
+        "a->b.topic = orders\n"
+        "sync.topic.acls.enabled = maybe\n"
+        "replication.factor = two\n"
+    )
+    problems = _problems(text)
+    keys = [line.split(": ", 1)[0] for line in problems]
+    assert keys == ["foo.bar", "a.bootstrp.servers", "c.bootstrap.servers", "a.replication.factor", "a->b.topic",
+                    "sync.topic.acls.enabled", "replication.factor"]
+    assert all("unknown MirrorMaker 2 setting" in line for line in problems[:5])
+    assert "'c' is not in clusters" in problems[2]
+    assert "did you mean a->b.topics?" in problems[4]
+
+
+def test_bad_boolean():
+    message = _only_problem_about(MINIMAL + "sync.topic.acls.enabled = maybe\n", "sync.topic.acls.enabled")
+    assert "true or false" in message and "'maybe'" in message
+
+
+def test_booleans_are_true_or_false_only():
+    _only_problem_about(MINIMAL + "a->b.sync.topic.configs.enabled = yes\n", "a->b.sync.topic.configs.enabled")
+    _only_problem_about(MINIMAL.replace("a->b.enabled = true", "a->b.enabled = 1"), "a->b.enabled")
+
+
+def test_bad_regex_in_topics_names_the_flow_key():
+    message = _only_problem_about(MINIMAL + "a->b.topics = orders, (unclosed\n", "a->b.topics")
+    assert "'(unclosed' is not a valid regular expression" in message
+    _only_problem_about(MINIMAL + "groups.exclude = [x\n", "groups.exclude")
+
+
+def test_regexes_that_fail_only_when_joined_as_mirrormaker2_does():
+    message = _only_problem_about(MINIMAL + "topics = a, (?i)b\n", "topics")
+    assert "joined" in message
+
+
+def test_unknown_replication_policy_class():
+    message = _only_problem_about(MINIMAL + "replication.policy.class = com.acme.PrefixPolicy\n",
+                                  "replication.policy.class")
+    assert "com.acme.PrefixPolicy" in message
+    assert "org.apache.kafka.connect.mirror.DefaultReplicationPolicy" in message
+    assert "org.apache.kafka.connect.mirror.IdentityReplicationPolicy" in message
+
+
+def test_replication_factor_not_an_integer():
+    message = _only_problem_about(MINIMAL + "replication.factor = three\n", "replication.factor")
+    assert "integer" in message
+    message = _only_problem_about(MINIMAL + "a->b.replication.factor = 0\n", "a->b.replication.factor")
+    assert "plan field sync.replication_factor" in message
+
+
+def test_flow_naming_a_cluster_not_in_clusters():
+    message = _only_problem_about(MINIMAL + "a->c.enabled = true\n", "a->c.enabled")
+    assert "'c'" in message and "not in clusters" in message
+    problems = _problems(MINIMAL, flow="a->z")
+    assert problems == ["clusters: the requested flow a->z names cluster 'z', which is not listed (a, b)"]
+
+
+def test_plan_errors_are_translated_to_mm2_keys():
+    text = MINIMAL + "replication.policy.separator =\nemit.heartbeats.interval.seconds = 0\n"
+    problems = _problems(text)
+    assert [line.split(": ", 1)[0] for line in problems] == [
+        "replication.policy.separator", "emit.heartbeats.interval.seconds"]
+
+
+def test_client_settings_librdkafka_cannot_use():
+    text = MINIMAL + (
+        "a.ssl.truststore.location = /etc/kafka/truststore.jks\n"
+        "b.sasl.mechanism = OAUTHBEARER\n"
+        "b.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;\n"
+    )
+    problems = _problems(text)
+    assert [line.split(": ", 1)[0] for line in problems] == ["a.ssl.truststore.location", "b.sasl.jaas.config"]
+    assert "PEM" in problems[0]
+
+
+def test_plain_jaas_needs_a_matching_mechanism():
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'
+    _only_problem_about(MINIMAL + f"a.sasl.jaas.config = {jaas}\n", "a.sasl.mechanism")
+    plan = plan_from_mm2_properties(MINIMAL + f"a.sasl.mechanism = PLAIN\na.sasl.jaas.config = {jaas}\n", "x")
+    assert plan.source.client == {"sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}
+
+
+def test_config_provider_references_other_than_env_are_errors():
+    text = MINIMAL + "b.sasl.mechanism = PLAIN\nb.sasl.jaas.config = org.apache.kafka.common.security.plain." \
+                     'PlainLoginModule required username="u" password="${file:/etc/mm2/secrets.properties:pw}";\n'
+    message = _only_problem_about(text, "b.sasl.jaas.config")
+    assert "${file:/etc/mm2/secrets.properties:pw}" in message

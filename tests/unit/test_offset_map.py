@@ -1,0 +1,251 @@
+"""Offset translation from offset syncs is exact for every source offset up to the copied position."""
+
+import random
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from mirror_engine.mm2_formats import OffsetSync
+from mirror_engine.offset_map import OffsetMap, PartitionOffsetMap
+
+SEEDS = (1, 7, 42, 2024, 31337)
+
+
+@dataclass(frozen=True)
+class SimulatedCopy:
+    """What the engine knows after copying a partition: records (u, d), P, T, and the syncs it wrote."""
+
+    upstream: list[int]
+    downstream: list[int]
+    copied_position: int
+    target_position: int
+    syncs: list[tuple[int, int]]
+
+    def first_target_at_or_after(self, g: int) -> int:
+        """The truth: target offset of the first copied record with u >= g, or T when there is none."""
+        j = bisect_left(self.upstream, g)
+        return self.downstream[j] if j < len(self.upstream) else self.target_position
+
+    def reads_exactly_from(self, g: int, t: int | None) -> bool:
+        """A consumer starting at target offset t reads exactly the copied records with u >= g."""
+        if t is None or t > self.target_position:
+            return False
+        return bisect_left(self.downstream, t) == bisect_left(self.upstream, g)
+
+    def offsets(self) -> range:
+        return range(self.upstream[0], self.copied_position + 1)
+
+    def build_map(self) -> PartitionOffsetMap:
+        partition_map = PartitionOffsetMap()
+        for up, down in self.syncs:
+            partition_map.add_sync(up, down)
+        partition_map.set_positions(self.copied_position, self.target_position)
+        return partition_map
+
+
+def simulate_copy(seed: int, target_gaps: bool) -> SimulatedCopy:
+    """Copy several hundred source records with random gaps; write syncs by the engine's rule."""
+    rng = random.Random(seed)
+    source_gaps = (0,) * 6 + (1, 2, 3, 8)  # compaction, transaction markers, aborted batches
+    marker_gaps = (0,) * 6 + (1, 2) if target_gaps else (0,)
+    u, d = rng.randrange(100), rng.randrange(100)
+    upstream: list[int] = []
+    downstream: list[int] = []
+    for _ in range(rng.randrange(300, 600)):
+        upstream.append(u)
+        downstream.append(d)
+        u += 1 + rng.choice(source_gaps)
+        d += 1 + rng.choice(marker_gaps)
+    syncs = [
+        (up, down)
+        for i, (up, down) in enumerate(zip(upstream, downstream, strict=True))
+        if i == 0 or down - up != downstream[i - 1] - upstream[i - 1]
+    ]
+    trailing_markers = rng.randrange(3) if target_gaps else 0
+    return SimulatedCopy(
+        upstream=upstream,
+        downstream=downstream,
+        copied_position=upstream[-1] + 1 + rng.randrange(5),  # P may be past trailing source gaps
+        target_position=downstream[-1] + 1 + trailing_markers,
+        syncs=syncs,
+    )
+
+
+def naive_translate(copy: SimulatedCopy) -> Callable[[int], int]:
+    """s.down + (g - s.up) from the latest sync at or below g, without the cap."""
+    ups = [up for up, _ in copy.syncs]
+
+    def translate(g: int) -> int:
+        up, down = copy.syncs[bisect_right(ups, g) - 1]
+        return down + (g - up)
+
+    return translate
+
+
+def mapped(*syncs: tuple[int, int], copied: int, target: int) -> PartitionOffsetMap:
+    partition_map = PartitionOffsetMap()
+    for up, down in syncs:
+        partition_map.add_sync(up, down)
+    partition_map.set_positions(copied, target)
+    return partition_map
+
+
+# Translation
+
+
+def test_contiguous_copy_translates_every_offset_to_start_plus_k() -> None:
+    partition_map = mapped((1000, 50), copied=1100, target=150)
+    assert [partition_map.translate(1000 + k) for k in range(101)] == [50 + k for k in range(101)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_source_gaps_translate_to_first_copied_record_at_or_after(seed: int) -> None:
+    copy = simulate_copy(seed, target_gaps=False)
+    partition_map = copy.build_map()
+    wrong = [g for g in copy.offsets() if partition_map.translate(g) != copy.first_target_at_or_after(g)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_source_and_target_gaps_translate_to_a_start_reading_exactly_the_records_at_or_after(seed: int) -> None:
+    copy = simulate_copy(seed, target_gaps=True)
+    partition_map = copy.build_map()
+    wrong = [g for g in copy.offsets() if not copy.reads_exactly_from(g, partition_map.translate(g))]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_source_gaps_translate_copied_offsets_to_their_own_target_offset(seed: int) -> None:
+    copy = simulate_copy(seed, target_gaps=True)
+    partition_map = copy.build_map()
+    translated = [partition_map.translate(u) for u in copy.upstream]
+    assert translated == copy.downstream
+
+
+@pytest.mark.parametrize("target_gaps", [False, True], ids=["contiguous-target", "target-gaps"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_naive_rule_without_cap_overshoots_inside_source_gaps(seed: int, target_gaps: bool) -> None:
+    copy = simulate_copy(seed, target_gaps)
+    naive = naive_translate(copy)
+    wrong = [g for g in copy.offsets() if not copy.reads_exactly_from(g, naive(g))]
+    assert wrong, "the simulated data must be able to expose a translation that ignores source gaps"
+    assert all(naive(g) > copy.first_target_at_or_after(g) for g in wrong)
+
+
+def test_equal_source_and_target_gap_translates_into_the_target_gap() -> None:
+    # Source records 0, 1, 2, 5 land at 0, 1, 2, 5 (3 and 4 are transaction markers on both sides): the
+    # delta never changes, so no sync marks the gap and 3 translates to 3, a marker just before record 5.
+    partition_map = mapped((0, 0), copied=6, target=6)
+    assert partition_map.translate(3) == 3
+    assert partition_map.translate(5) == 5
+
+
+def test_periodic_syncs_with_the_same_delta_change_nothing() -> None:
+    copy = simulate_copy(SEEDS[0], target_gaps=True)
+    extra = [(u, d) for i, (u, d) in enumerate(zip(copy.upstream, copy.downstream, strict=True)) if i % 17 == 0]
+    plain, with_extra = copy.build_map(), copy.build_map()
+    for up, down in extra:
+        with_extra.add_sync(up, down)
+    assert len(with_extra) > len(plain)
+    assert [with_extra.translate(g) for g in copy.offsets()] == [plain.translate(g) for g in copy.offsets()]
+
+
+def test_out_of_order_and_duplicate_syncs_translate_as_in_order() -> None:
+    copy = simulate_copy(SEEDS[1], target_gaps=True)
+    shuffled = copy.syncs + random.Random(5).sample(copy.syncs, len(copy.syncs) // 2)
+    random.Random(6).shuffle(shuffled)
+    in_order = copy.build_map()
+    out_of_order = mapped(*shuffled, copied=copy.copied_position, target=copy.target_position)
+    assert len(out_of_order) == len(in_order)
+    assert [out_of_order.translate(g) for g in copy.offsets()] == [in_order.translate(g) for g in copy.offsets()]
+
+
+def test_offset_above_copied_position_is_not_translatable() -> None:
+    partition_map = mapped((0, 0), copied=10, target=10)
+    assert partition_map.translate(11) is None
+
+
+def test_offset_below_start_is_not_translatable() -> None:
+    partition_map = mapped((500, 0), copied=510, target=10)
+    assert partition_map.start_offset == 500
+    assert partition_map.translate(499) is None
+    assert partition_map.translate(500) == 0
+
+
+def test_offset_below_explicit_start_is_not_translatable() -> None:
+    partition_map = mapped((500, 0), copied=510, target=10)
+    partition_map.set_start_offset(505)
+    assert partition_map.translate(504) is None
+    assert partition_map.translate(505) == 5
+
+
+def test_no_syncs_is_not_translatable() -> None:
+    partition_map = PartitionOffsetMap()
+    partition_map.set_positions(10, 10)
+    assert partition_map.translate(0) is None
+    assert partition_map.translate(10) is None
+
+
+def test_unknown_positions_are_not_translatable() -> None:
+    partition_map = PartitionOffsetMap()
+    partition_map.add_sync(0, 0)
+    assert partition_map.translate(0) is None
+
+
+def test_copied_position_with_nothing_copied_after_translates_to_target_position() -> None:
+    # Records 0..9 at 0..9; P = 13 past trailing source markers; T = 10.
+    assert mapped((0, 0), copied=13, target=10).translate(13) == 10
+
+
+def test_copied_position_translates_to_target_position_past_trailing_target_markers() -> None:
+    # Records 0..9 at 0..9, then a commit marker at target offset 10: P = 10, T = 11.
+    partition_map = mapped((0, 0), copied=10, target=11)
+    assert partition_map.translate(10) == 11
+
+
+def test_sync_at_exact_offset_translates_to_its_downstream() -> None:
+    partition_map = mapped((0, 0), (10, 4), copied=20, target=14)
+    assert partition_map.translate(10) == 4
+    assert partition_map.translate(7) == 4  # inside the source gap 4..9: capped at the next copied record
+
+
+# Positions
+
+
+def test_positions_never_move_backwards() -> None:
+    partition_map = PartitionOffsetMap()
+    partition_map.set_positions(100, 80)
+    partition_map.set_positions(90, 85)
+    partition_map.set_positions(120, 70)
+    assert (partition_map.copied_position, partition_map.target_position) == (120, 85)
+
+
+def test_negative_offsets_are_rejected() -> None:
+    with pytest.raises(ValueError, match="upstream_offset"):
+        PartitionOffsetMap().add_sync(-1, 0)
+
+
+# OffsetMap
+
+
+def test_offset_map_keeps_partitions_apart() -> None:
+    offset_map = OffsetMap()
+    offset_map.add(OffsetSync("orders", 0, 0, 100))
+    offset_map.add(OffsetSync("orders", 1, 0, 200))
+    offset_map.set_positions("orders", 0, 10, 110)
+    offset_map.set_positions("orders", 1, 10, 210)
+    assert offset_map.translate("orders", 0, 5) == 105
+    assert offset_map.translate("orders", 1, 5) == 205
+
+
+def test_offset_map_unknown_partition_is_not_translatable() -> None:
+    offset_map = OffsetMap()
+    assert offset_map.translate("orders", 0, 0) is None
+    assert offset_map.partition("orders", 0) is None
+
+
+def test_offset_map_error_names_topic_and_partition() -> None:
+    with pytest.raises(ValueError, match="orders-3"):
+        OffsetMap().add(OffsetSync("orders", 3, -1, 0))

@@ -1,0 +1,136 @@
+"""Loading migration plans: good plans parse; every bad one fails with a problem naming its field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from mirror_engine.plan import MM2_CONFIG_EXCLUDES, PlanError, load_plan, plan_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = {
+    "name": "shop",
+    "source": {"alias": "src", "bootstrap_servers": "127.0.0.1:19092"},
+    "target": {"alias": "tgt", "bootstrap_servers": "127.0.0.1:29092"},
+}
+
+
+def _with(path: str, value) -> dict:
+    data = copy.deepcopy(GOOD)
+    node = data
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    return data
+
+
+def test_minimal_plan_gets_migration_defaults():
+    plan = plan_from_dict(GOOD)
+    assert plan.replication_policy.type == "identity"
+    assert plan.sync.replication_factor == "source"
+    assert plan.topics.include == [".*"]
+    assert plan.policy().format_remote_topic("src", "orders") == "orders"
+
+
+def test_default_excludes_apply_on_top_of_the_plans_own():
+    plan = plan_from_dict(_with("topics.exclude", ["scratch-.*"]))
+    assert plan.replicates_topic("orders")
+    excluded = ("scratch-1", "__consumer_offsets", "x.internal", "x-internal", "x.replica",
+                "mm2-offset-syncs.src.internal")
+    for name in excluded:
+        assert not plan.replicates_topic(name), name
+    assert not plan.group_filter().accepts("console-consumer-123")
+    assert plan.group_filter().accepts("billing")
+
+
+def test_config_excludes_start_with_mirrormaker2_defaults():
+    plan = plan_from_dict(_with("sync.config_exclude", ["retention\\.bytes"]))
+    assert plan.config_excludes() == [*MM2_CONFIG_EXCLUDES, "retention\\.bytes"]
+
+
+def test_environment_references_resolve_in_client_settings(monkeypatch):
+    monkeypatch.setenv("SRC_PASSWORD", "s3cret")
+    client = {"sasl.password": "${SRC_PASSWORD}", "enable.ssl.certificate.verification": False}
+    plan = plan_from_dict(_with("source.client", client))
+    config = plan.source.client_config()
+    assert config["sasl.password"] == "s3cret"
+    assert config["enable.ssl.certificate.verification"] == "false"
+
+
+def test_missing_environment_variable_names_the_field(monkeypatch):
+    monkeypatch.delenv("NOPE_NOT_SET", raising=False)
+    plan = plan_from_dict(_with("source.client", {"sasl.password": "${NOPE_NOT_SET}"}))
+    with pytest.raises(PlanError, match=r"src\.client\.sasl\.password: environment variable NOPE_NOT_SET"):
+        plan.source.client_config()
+
+
+def test_cluster_known_only_by_airflow_connection_cannot_be_used_from_the_cli():
+    data = _with("source", {"alias": "src", "conn_id": "kafka_source"})
+    with pytest.raises(PlanError, match="give bootstrap_servers"):
+        plan_from_dict(data).source.client_config()
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "migrations").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_example_plans_load(example, monkeypatch):
+    monkeypatch.setenv("MIRROR_SOURCE_BOOTSTRAP", "127.0.0.1:1")
+    monkeypatch.setenv("MIRROR_TARGET_BOOTSTRAP", "127.0.0.1:2")
+    assert load_plan(example).name
+
+
+BAD_PLANS = [
+    ("missing name", {k: v for k, v in GOOD.items() if k != "name"}, "name: Field required"),
+    ("missing target", {k: v for k, v in GOOD.items() if k != "target"}, "target: Field required"),
+    ("name with spaces", _with("name", "my plan"), "name: String should match pattern"),
+    ("unknown top-level field", _with("topcis", {"include": ["a"]}), "topcis: unknown field"),
+    ("unknown nested field", _with("sync.acl", True), "sync.acl: unknown field"),
+    ("wrong type for a switch", _with("sync.configs", "sometimes"), "sync.configs: Input should be a valid boolean"),
+    ("bad topic regex", _with("topics.include", ["orders("]), "topics.include: 'orders(' is not a valid"),
+    ("bad group regex", _with("groups.exclude", ["[x"]), "groups.exclude: '[x' is not a valid regular expression"),
+    ("unknown policy", _with("replication_policy.type", "mirror"), "replication_policy.type: Input should be"),
+    ("policy loop: same alias", _with("target.alias", "src"), "source.alias and target.alias are both 'src'"),
+    ("policy loop: same cluster", _with("target.bootstrap_servers", "127.0.0.1:19092"), "name the same cluster"),
+    ("cluster with no address", _with("source", {"alias": "src"}), "source: give conn_id"),
+    ("bad alias", _with("source.alias", "my cluster"), "source.alias: String should match pattern"),
+    ("zero replication factor", _with("sync.replication_factor", 0), "sync.replication_factor"),
+    ("replication factor as text", _with("sync.replication_factor", "three"), "sync.replication_factor"),
+    ("principal without type", _with("sync.principal_map", {"alice": "User:alice"}), "'alice' is not a principal"),
+    ("bad start position", _with("engine.start_from", "yesterday"), "engine.start_from: must be"),
+    ("negative batch size", _with("engine.batch_size", -5), "engine.batch_size: Input should be greater"),
+    ("unknown compression", _with("engine.compression", "brotli"), "engine.compression: Input should be"),
+    ("sample fraction above one", _with("validation.sample_fraction", 1.5), "validation.sample_fraction"),
+    ("bootstrap in client settings", _with("source.client", {"bootstrap.servers": "x:1"}), "bootstrap_servers"),
+    ("not a mapping", ["name", "shop"], "(plan): the file must hold a mapping"),
+]
+
+
+@pytest.mark.parametrize(("case", "data", "expected"), BAD_PLANS, ids=[c[0] for c in BAD_PLANS])
+def test_bad_plan_fails_with_a_problem_naming_its_field(case, data, expected):
+    with pytest.raises(PlanError) as raised:
+        plan_from_dict(data, "plan.yaml")
+    problems = raised.value.problems
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+    assert "plan.yaml" in str(raised.value)
+
+
+def test_every_problem_is_listed_at_once():
+    data = _with("sync.configs", "x")
+    data["engine"] = {"batch_size": 0, "compression": "brotli"}
+    data["typo"] = 1
+    with pytest.raises(PlanError) as raised:
+        plan_from_dict(data)
+    fields = sorted(problem.split(":")[0] for problem in raised.value.problems)
+    assert fields == ["engine.batch_size", "engine.compression", "sync.configs", "typo"]
+
+
+def test_unreadable_and_invalid_yaml_files_are_plan_errors(tmp_path):
+    with pytest.raises(PlanError, match="cannot read it"):
+        load_plan(tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(PlanError, match="not valid YAML"):
+        load_plan(broken)
