@@ -7,13 +7,104 @@ import json
 import logging
 import sys
 
+from confluent_kafka import KafkaException
+
 from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+from mirror_engine.plan import MigrationPlan, PlanError, load_plan
+from mirror_engine.progress import managed_target_topics
+
+
+def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
+    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file)."""
+    if args.mm2_config:
+        from mirror_engine.mm2_config import load_mm2_config
+
+        return load_mm2_config(args.mm2_config, flow=args.flow)
+    return load_plan(args.plan)
+
+
+def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
+    """Both clusters' client settings, once each has answered (a clear error naming the one that did not)."""
+    source_config, target_config = plan.source.client_config(), plan.target.client_config()
+    describe_cluster(plan.source.alias, source_config)
+    describe_cluster(plan.target.alias, target_config)
+    return source_config, target_config
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     info = describe_cluster(args.alias, {"bootstrap.servers": args.bootstrap})
     print(json.dumps(info.__dict__))
     return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from mirror_engine.prepare import plan_preparation, render_actions, to_json
+
+    plan = load_plan_argument(args)
+    source_config, target_config = _reachable(plan)
+    prepared = plan_preparation(plan, source_config, target_config, managed_target_topics(plan, target_config))
+    if args.json:
+        print(to_json(prepared))
+    else:
+        print(f"plan '{plan.name}': {plan.source.alias} -> {plan.target.alias}, "
+              f"{len(prepared.source_topics)} topic(s) replicated")
+        print(render_actions(prepared.actions))
+        for problem in prepared.problems:
+            print(f"problem: {problem}", file=sys.stderr)
+    return 1 if prepared.problems else 0
+
+
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result, to_json
+
+    plan = load_plan_argument(args)
+    source_config, target_config = _reachable(plan)
+    prepared = plan_preparation(plan, source_config, target_config, managed_target_topics(plan, target_config))
+    print(render_actions(prepared.actions))
+    if prepared.problems:
+        for problem in prepared.problems:
+            print(f"problem: {problem}", file=sys.stderr)
+        print("nothing applied: fix the problems above first", file=sys.stderr)
+        return 1
+    if not prepared.actions:
+        return 0
+    result = apply_actions(target_config, prepared.actions, validate_only=args.dry_run)
+    print(("dry-run (validated by the target, nothing changed): " if args.dry_run else "") + render_result(result))
+    if args.json:
+        print(to_json(result))
+    return 0 if not result.failed else 1
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
+    from mirror_engine.engine import EngineError, Replicator
+
+    plan = load_plan_argument(args)
+    replicator = Replicator(plan, *_reachable(plan))
+
+    def stop(signum: int, _frame: object) -> None:
+        logging.getLogger("mirror_engine").info("signal %d: stopping after the in-flight records", signum)
+        replicator.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        summary = replicator.run(max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
+    except EngineError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps({"records": summary.records, "seconds": round(summary.seconds, 1),
+                      "failed_partitions": summary.failed_partitions}))
+    return 0 if summary.ok else 1
+
+
+def _add_plan_source(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--plan", help="a migration plan (YAML)")
+    source.add_argument("--mm2-config", help="a MirrorMaker 2 properties file")
+    parser.add_argument("--flow", help="with --mm2-config: the flow to run, as source->target")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON too")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--bootstrap", required=True)
     describe.add_argument("--alias", default="cluster")
     describe.set_defaults(handler=_cmd_describe)
+
+    plan = commands.add_parser("plan", help="validate a plan and print the target changes it needs")
+    _add_plan_source(plan)
+    plan.set_defaults(handler=_cmd_plan)
+
+    prepare = commands.add_parser("prepare", help="create topics, partitions, configs and ACLs on the target")
+    _add_plan_source(prepare)
+    prepare.add_argument("--dry-run", action="store_true", help="let the target validate the changes, apply none")
+    prepare.set_defaults(handler=_cmd_prepare)
+
+    run = commands.add_parser("run", help="copy the plan's topics until stopped (SIGTERM stops cleanly)")
+    _add_plan_source(run)
+    run.add_argument("--max-seconds", type=float, help="stop after this long")
+    run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
+    run.set_defaults(handler=_cmd_run)
     return parser
 
 
@@ -36,9 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.handler(args)
-    except (ClusterUnreachable, ValueError) as error:
+    except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except (ClusterUnreachable, KafkaException) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

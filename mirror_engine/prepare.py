@@ -37,6 +37,7 @@ from mirror_engine.topics import (
     syncable_configs,
     topic_overrides,
     topics_holding_data,
+    wait_until_served,
 )
 
 log = logging.getLogger(__name__)
@@ -304,19 +305,8 @@ def apply_actions(
         _wait_for_acls(admin, {Acl(**a.details["acl"]) for a in result.applied if a.kind == "create_acl"})
 
     if not validate_only and (creates or grows):
-        _wait_for_topics(admin, [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")])
+        wait_until_served(admin, [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")])
     return result
-
-
-def _wait_for_topics(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
-    """Topic creation returns once the controller committed it; wait until the metadata serves it too."""
-    deadline = time.monotonic() + timeout_s
-    missing = set(names)
-    while missing and time.monotonic() < deadline:
-        metadata = admin.list_topics(timeout=5)
-        missing = {n for n in missing if not _served(metadata.topics.get(n))}
-        if missing:
-            time.sleep(0.2)
 
 
 def _wait_for_acls(admin: AdminClient, created: set[Acl], timeout_s: float = 15.0) -> None:
@@ -326,12 +316,6 @@ def _wait_for_acls(admin: AdminClient, created: set[Acl], timeout_s: float = 15.
         if created <= (read_acls(admin) or frozenset()):
             return
         time.sleep(0.2)
-
-
-def _served(topic: Any) -> bool:
-    """The topic is in the metadata and every partition has a leader."""
-    return (topic is not None and topic.error is None and bool(topic.partitions)
-            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()))
 
 
 def render_actions(actions: list[Action]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
@@ -133,3 +134,20 @@ def list_offsets(
             if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
                 raise
             time.sleep(0.3)
+
+
+def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
+    """Topic creation returns once the controller committed it; wait until the metadata serves it too."""
+    deadline = time.monotonic() + timeout_s
+    missing = set(names)
+    while missing and time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=5)
+        missing = {n for n in missing if not _served(metadata.topics.get(n))}
+        if missing:
+            time.sleep(0.2)
+
+
+def _served(topic: Any) -> bool:
+    """The topic is in the metadata and every partition has a leader."""
+    return (topic is not None and topic.error is None and bool(topic.partitions)
+            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()))

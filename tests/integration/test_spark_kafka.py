@@ -7,13 +7,16 @@ the backfill job reads with the connector and must write with a producer that se
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-BASE_TS = 1_700_000_000_000
+# Recent timestamps: records older than the brokers' 7-day retention would be deleted under the test.
+BASE_TS = int(time.time() * 1000) - 86_400_000
 
 
 @pytest.fixture(scope="session")

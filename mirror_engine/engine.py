@@ -1,0 +1,462 @@
+"""The replication engine: copies the plan's topics from the source to the target, partition for partition.
+
+The hot loop (`_copy`) does the least per record: consume in batches, one `produce()` per record
+to the same partition number with key, value, headers and timestamp, and O(1) bookkeeping in the
+delivery callback. Everything else (offset-syncs beyond discontinuities, progress, heartbeats,
+discovery, logging) runs on timers between batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from mirror_engine.clusters import admin_client, describe_cluster
+from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
+from mirror_engine.mm2_formats import Heartbeat, OffsetSync
+from mirror_engine.partition_state import PartitionState
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.prepare import apply_actions, plan_preparation, render_actions
+from mirror_engine.progress import PartitionProgress, load_progress
+from mirror_engine.topics import describe_topic_configs, list_offsets
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+
+class EngineError(RuntimeError):
+    """The engine cannot go on; the message says what to do."""
+
+
+@dataclass
+class RunSummary:
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    failed_partitions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed_partitions
+
+
+def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
+    from confluent_kafka import TopicCollection
+
+    if not topics:
+        return {}
+    futures = admin.describe_topics(TopicCollection(topics), request_timeout=15)
+    return {name: str(future.result().topic_id) for name, future in futures.items()}
+
+
+class Replicator:
+    """One flow of one plan, in one process."""
+
+    def __init__(
+        self,
+        plan: MigrationPlan,
+        source_config: dict[str, str],
+        target_config: dict[str, str],
+        *,
+        prepare_target: bool = True,
+        on_progress: Callable[[Replicator], None] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.source_config = source_config
+        self.target_config = target_config
+        self.prepare_target = prepare_target
+        self.on_progress = on_progress
+        self.topics = InternalTopics.for_plan(plan)
+        self.policy = plan.policy()
+        self.states: dict[TopicPartitionKey, PartitionState] = {}
+        self.fatal: str = ""
+        self._target_topic: dict[str, str] = {}
+        self._max_value_bytes: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        # The same states keyed by (target topic, partition), for the delivery callback.
+        self._by_target: dict[TopicPartitionKey, PartitionState] = {}
+        self._stored: dict[TopicPartitionKey, PartitionProgress] = {}
+
+    # ------------------------------------------------------------------ setup
+    def _connect(self) -> None:
+        describe_cluster(self.plan.source.alias, self.source_config)
+        describe_cluster(self.plan.target.alias, self.target_config)
+        self._source_admin = admin_client(self.source_config)
+        self._target_admin = admin_client(self.target_config)
+        ensure_internal_topics(self._target_admin, self.topics)
+        engine = self.plan.engine
+        self._producer = Producer({
+            **self.target_config,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": engine.linger_ms,
+            "batch.size": engine.producer_batch_bytes,
+            "compression.type": engine.compression,
+            "message.max.bytes": 100 * 1024 * 1024,  # let the broker judge record size per topic
+            "queue.buffering.max.messages": 500_000,
+            "on_delivery": self._on_delivery,
+        })
+        self._consumer = Consumer({
+            **self.source_config,
+            "group.id": f"mirror-engine.{self.plan.name}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            # A position that fell behind the log start is an error to report, never a silent reset.
+            "auto.offset.reset": "error",
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "queued.max.messages.kbytes": 256 * 1024,
+        })
+
+    def _prepare(self, initial: bool) -> None:
+        """Create or update the target's topics (idempotent); at start, and at every refresh for discovery."""
+        managed = frozenset(state.target_topic for state in self.states.values()) | frozenset(
+            self.policy.format_remote_topic(self.plan.source.alias, topic) for topic, _ in self._stored
+        )
+        prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True)
+        for warning in prepared.warnings:
+            log.warning("%s", warning)
+        if prepared.problems:
+            raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
+        if prepared.actions:
+            log.info("preparing the target:\n%s", render_actions(prepared.actions))
+            result = apply_actions(self.target_config, prepared.actions)
+            if result.failed:
+                failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
+                message = f"preparing the target failed: {failures}"
+                if initial:
+                    raise EngineError(message)
+                log.error("%s", message)
+        self._source_topics = prepared.source_topics
+
+    def _describe_targets(self, topics: list[str]) -> None:
+        for topic in topics:
+            self._target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
+        targets = [self._target_topic[t] for t in topics]
+        for target, entries in describe_topic_configs(self._target_admin, targets).items():
+            configs = {entry.name: entry.value for entry in entries}
+            # Leave room for the record and batch overheads around the value.
+            self._max_value_bytes[target] = int(configs.get("max.message.bytes", 1048588)) - 512
+            if configs.get("message.timestamp.type") == "LogAppendTime":
+                log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
+                            "by the target broker's time", target)
+
+    def _start_offset(self, topic: str, partitions: list[int], discovered: bool) -> dict[int, int]:
+        """Where a partition with no stored progress starts: the plan's start, or earliest for a new topic."""
+        start = "earliest" if discovered else self.plan.engine.start_from
+        tps = [TopicPartition(topic, p) for p in partitions]
+        if start == "earliest":
+            offsets = list_offsets(self._source_admin, tps, OffsetSpec.earliest())
+        elif start == "latest":
+            offsets = list_offsets(self._source_admin, tps, OffsetSpec.latest())
+        else:
+            millis = int(datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000)
+            offsets = list_offsets(self._source_admin, tps, OffsetSpec.for_timestamp(millis))
+            latest = list_offsets(self._source_admin, tps, OffsetSpec.latest())
+            offsets = {k: (v if v >= 0 else latest[k]) for k, v in offsets.items()}
+        return {p: offsets[(topic, p)] for p in partitions}
+
+    def _assign_new_partitions(self, stored: dict[TopicPartitionKey, PartitionProgress], discovered: bool) -> None:
+        metadata = self._source_admin.list_topics(timeout=15).topics
+        wanted = {
+            (topic, p)
+            for topic in self._source_topics if topic in metadata
+            for p in metadata[topic].partitions
+        }
+        new = sorted(wanted - set(self.states))
+        if not new:
+            return
+        topics = sorted({topic for topic, _ in new})
+        self._describe_targets(topics)
+        ids = _topic_ids(self._source_admin, topics)
+        earliest = list_offsets(self._source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest())
+        latest = list_offsets(self._source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest())
+        target_ends = list_offsets(
+            self._target_admin, [TopicPartition(self._target_topic[t], p) for t, p in new], OffsetSpec.latest()
+        )
+        fresh: dict[str, list[int]] = {}
+        for topic, partition in new:
+            if (topic, partition) not in stored:
+                fresh.setdefault(topic, []).append(partition)
+        starts = {
+            (topic, p): offset
+            for topic, partitions in fresh.items()
+            for p, offset in self._start_offset(topic, partitions, discovered).items()
+        }
+        assignment = []
+        for topic, partition in new:
+            key = (topic, partition)
+            progress = stored.get(key)
+            target_end = target_ends[(self._target_topic[topic], partition)]
+            position = progress.position if progress else starts[key]
+            state = PartitionState(topic, partition, self._target_topic[topic], position, ids.get(topic, ""))
+            state.target_position = progress.target_position if progress and progress.target_position >= 0 \
+                else target_end
+            self.states[key] = state
+            self._by_target[(state.target_topic, partition)] = state
+            gap = self._gap(state, progress, earliest[key], latest[key])
+            if gap:
+                if not self.plan.engine.allow_gaps:
+                    state.failed = gap
+                    log.error("%s[%d]: %s", topic, partition, gap)
+                    continue
+                log.warning("%s[%d]: %s; skipping it because engine.allow_gaps is set", topic, partition, gap)
+                state.start_position = earliest[key]
+                position = earliest[key]
+            assignment.append(TopicPartition(topic, partition, position))
+        if assignment:
+            assert self._consumer is not None
+            self._consumer.incremental_assign(assignment)
+            log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
+        self._write_progress(force=True)
+
+    @staticmethod
+    def _gap(state: PartitionState, progress: PartitionProgress | None, earliest: int, latest: int) -> str:
+        if progress is None:
+            return ""
+        if progress.topic_id and state.topic_id and progress.topic_id != state.topic_id:
+            return (f"the source topic was deleted and recreated (topic id {progress.topic_id} -> {state.topic_id}): "
+                    "its old records were not all copied and the new ones would mix with them")
+        if latest < progress.position:
+            return (f"the source partition ends at {latest}, before the copied position {progress.position}: "
+                    "it was truncated or recreated")
+        if earliest > progress.position:
+            return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
+                    "they were copied")
+        return ""
+
+    # ------------------------------------------------------------------ the hot path
+    def _copy(self, messages: list[Message]) -> None:
+        produce = self._producer.produce  # type: ignore[union-attr]
+        poll = self._producer.poll  # type: ignore[union-attr]
+        targets = self._target_topic
+        states = self.states
+        for message in messages:
+            if message.error() is not None:
+                self._on_consume_error(message)
+                continue
+            topic = message.topic()
+            partition = message.partition()
+            state = states[(topic, partition)]
+            if state.failed:
+                continue
+            value = message.value()
+            if value is not None and len(value) > self._max_value_bytes.get(state.target_topic, 1 << 62):
+                self._fail_partition(state, f"record at offset {message.offset()} has a {len(value)}-byte value, "
+                                            f"more than the target topic {state.target_topic} accepts "
+                                            "(raise its max.message.bytes)", message.offset())
+                continue
+            while True:
+                try:
+                    produce(targets[topic], value, message.key(), partition,
+                            timestamp=message.timestamp()[1], headers=message.headers())
+                    break
+                except BufferError:
+                    poll(0.05)  # the local queue is full: let deliveries drain it
+            state.in_flight.append(message.offset())
+        poll(0)
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        state = self._by_target.get((message.topic(), message.partition()))
+        if state is None:  # an internal record (offset-sync, progress, heartbeat)
+            self._on_internal_delivery(error, message)
+            return
+        source = state.in_flight.popleft()
+        if error is not None:
+            self._fail_partition(state, f"the target rejected the record at source offset {source}: {error.str()}",
+                                 source)
+            return
+        target = message.offset()
+        state.acked_source = source
+        state.acked_target = target
+        state.target_position = target + 1
+        state.records_copied += 1
+        if target - source != state.delta:
+            state.delta = target - source
+            self._send_sync(state, source, target)
+
+    # ------------------------------------------------------------------ side records
+    def _send_sync(self, state: PartitionState, source: int, target: int) -> None:
+        sync = OffsetSync(state.topic, state.partition, source, target)
+        state.syncs_in_flight.append((source, target))
+        state.last_synced_source = source
+        self._producer.produce(self.topics.offset_syncs, sync.record_value(), sync.record_key(), 0)  # type: ignore[union-attr]
+
+    def _on_internal_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if message.topic() == self.topics.offset_syncs:
+            sync = OffsetSync.from_record(message.key(), message.value())
+            state = self.states.get((sync.topic, sync.partition))
+            if error is not None:
+                self.fatal = f"writing offset-sync for {sync.topic}[{sync.partition}] failed: {error.str()}"
+                return
+            if state is not None and state.syncs_in_flight and state.syncs_in_flight[0][0] == sync.upstream_offset:
+                state.syncs_in_flight.popleft()
+        elif error is not None:
+            self.fatal = f"writing to {message.topic()} on the target failed: {error.str()}"
+
+    def _send_periodic_syncs(self) -> None:
+        """Refresh syncs of partitions that moved: MM2's readers translate from the latest sync before an offset."""
+        for state in self.states.values():
+            if state.acked_source > state.last_synced_source and not state.failed:
+                self._send_sync(state, state.acked_source, state.acked_target)
+
+    def _write_progress(self, force: bool = False) -> None:
+        for state in self.states.values():
+            position = state.copied_position()
+            if position != state.stored_position or force:
+                progress = PartitionProgress(
+                    state.topic, state.partition, position, state.progress_target_position(), state.topic_id
+                )
+                self._producer.produce(  # type: ignore[union-attr]
+                    self.topics.progress, progress.value(), progress.key(self.plan.source.alias), 0
+                )
+                state.stored_position = position
+
+    def _send_heartbeat(self) -> None:
+        beat = Heartbeat(self.plan.source.alias, self.plan.target.alias, int(time.time() * 1000))
+        self._producer.produce(self.topics.heartbeats, beat.record_value(), beat.record_key(), 0,  # type: ignore[union-attr]
+                               timestamp=beat.timestamp_ms)
+
+    def _on_consume_error(self, message: Message) -> None:
+        error = message.error()
+        code = error.code()
+        if code == KafkaError._PARTITION_EOF:
+            state = self.states.get((message.topic(), message.partition()))
+            if state is not None:
+                state.end_seen = message.offset()
+            return
+        if code == KafkaError._AUTO_OFFSET_RESET and message.topic():
+            state = self.states.get((message.topic(), message.partition()))
+            if state is not None:
+                position = state.copied_position()
+                self._fail_partition(state, f"the next record to copy, at {position}, was deleted on "
+                                            f"the source before it was copied: {error.str()}", position)
+            return
+        if error.fatal():
+            self.fatal = f"source consumer: {error.str()}"
+        else:
+            log.warning("source consumer: %s", error.str())
+
+    def _fail_partition(self, state: PartitionState, reason: str, at_offset: int) -> None:
+        if state.failed:
+            return
+        state.failed = reason
+        state.failed_at = at_offset
+        log.error("stopped copying %s[%d]: %s", state.topic, state.partition, reason)
+        if self._consumer is not None:
+            self._consumer.pause([TopicPartition(state.topic, state.partition)])
+
+    # ------------------------------------------------------------------ the loop
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
+        """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
+        self._connect()
+        stored = load_progress(self.target_config, self.topics.progress)
+        self._stored = stored
+        if self.prepare_target:
+            self._prepare(initial=True)
+        else:
+            self._source_topics = sorted(t for t in self._source_admin.list_topics(timeout=15).topics
+                                         if self.plan.replicates_topic(t))
+        self._assign_new_partitions(stored, discovered=False)
+
+        engine = self.plan.engine
+        started = time.monotonic()
+        timers = {"progress": started, "sync": started, "heartbeat": 0.0, "refresh": started, "log": started}
+        consumer, producer = self._consumer, self._producer
+        assert consumer is not None and producer is not None
+        try:
+            while not self._stop.is_set() and not self.fatal:
+                self._copy(consumer.consume(engine.batch_size, timeout=0.2))
+                now = time.monotonic()
+                if now - timers["heartbeat"] >= engine.heartbeat_interval_s:
+                    self._send_heartbeat()
+                    timers["heartbeat"] = now
+                if now - timers["sync"] >= engine.offset_sync_interval_s:
+                    self._send_periodic_syncs()
+                    timers["sync"] = now
+                if now - timers["progress"] >= engine.progress_interval_s:
+                    self._write_progress()
+                    timers["progress"] = now
+                    if self.on_progress:
+                        self.on_progress(self)
+                if now - timers["log"] >= 30:
+                    self._log_progress(now - started)
+                    timers["log"] = now
+                if now - timers["refresh"] >= engine.refresh_interval_s:
+                    self._refresh(stored)
+                    timers["refresh"] = now
+                if max_seconds is not None and now - started >= max_seconds:
+                    break
+                if until_caught_up and self.caught_up():
+                    break
+        finally:
+            self._shutdown()
+        if self.fatal:
+            raise EngineError(self.fatal)
+        return self.summary(time.monotonic() - started)
+
+    def _refresh(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
+        """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
+        try:
+            self._prepare(initial=False)
+            self._assign_new_partitions(stored, discovered=True)
+        except Exception as error:  # a failed refresh must not stop copying what is assigned
+            log.error("refresh failed (copying goes on, retried next interval): %s", error)
+
+    def caught_up(self) -> bool:
+        """Every partition copied and acknowledged up to the source's end as last seen."""
+        return all(
+            state.failed or (not state.in_flight and state.end_seen >= 0 and state.copied_position() >= state.end_seen)
+            for state in self.states.values()
+        )
+
+    def lag(self) -> dict[TopicPartitionKey, int]:
+        """Records not yet copied per partition, from the consumer's cached watermarks."""
+        lags = {}
+        for key, state in self.states.items():
+            _low, high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)  # type: ignore[union-attr]
+            lags[key] = max(0, (high if high >= 0 else state.end_seen) - state.copied_position())
+        return lags
+
+    def _log_progress(self, elapsed: float) -> None:
+        copied = sum(s.records_copied for s in self.states.values())
+        lag = self.lag()
+        behind = {f"{t}[{p}]": n for (t, p), n in lag.items() if n > 0}
+        log.info("copied %d records in %.0f s (%.0f rec/s); lag %d records%s", copied, elapsed,
+                 copied / max(elapsed, 1e-9), sum(lag.values()),
+                 f" in {len(behind)} partition(s)" if behind else "")
+
+    def _shutdown(self) -> None:
+        """Wait for every in-flight record and sync, store the final progress, close the clients."""
+        producer, consumer = self._producer, self._consumer
+        if producer is not None:
+            remaining = producer.flush(60)
+            if remaining:
+                log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
+                          "on the next start", remaining)
+            self._write_progress()
+            producer.flush(30)
+        if consumer is not None:
+            consumer.close()
+
+    def summary(self, seconds: float) -> RunSummary:
+        return RunSummary(
+            records=sum(s.records_copied for s in self.states.values()),
+            seconds=seconds,
+            failed_partitions={f"{s.topic}[{s.partition}]": s.failed for s in self.states.values() if s.failed},
+        )

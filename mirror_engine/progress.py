@@ -1,0 +1,122 @@
+"""The engine's progress, stored on the target in a compacted topic, one record per source partition.
+
+Records follow the shape of MirrorMaker 2's Connect offsets (key `[name, {cluster, partition,
+topic}]`, value `{"offset": last copied source offset}`) so a handover to or from MM2 can map them,
+with three more fields the exact switchover needs:
+- `position`: every source record below it has been copied and acknowledged (may be past
+  trailing transaction markers or compaction gaps, where `offset + 1` would stop short);
+- `target_position`: the target offset just after the last copied record;
+- `topic_id`: the source topic's id when it was copied, to notice a deleted-and-recreated topic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from mirror_engine.plan import MigrationPlan
+
+PROGRESS_NAME = "mirror-engine"
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    topic: str
+    partition: int
+    position: int
+    target_position: int
+    topic_id: str = ""
+
+    def key(self, cluster: str) -> bytes:
+        return progress_key(cluster, self.topic, self.partition)
+
+    def value(self) -> bytes:
+        return json.dumps({
+            "offset": self.position - 1,
+            "position": self.position,
+            "target_position": self.target_position,
+            "topic_id": self.topic_id,
+        }, separators=(",", ":")).encode()
+
+
+def progress_key(cluster: str, topic: str, partition: int) -> bytes:
+    # Field order as Java's HashMap iterates these keys in MM2's records: cluster, partition, topic.
+    return json.dumps(
+        [PROGRESS_NAME, {"cluster": cluster, "partition": partition, "topic": topic}], separators=(",", ":")
+    ).encode()
+
+
+def parse_progress(key: bytes, value: bytes | None) -> tuple[tuple[str, int], PartitionProgress | None]:
+    """((topic, partition), progress), or progress None for a tombstone (the partition was reset)."""
+    _name, partition_map = json.loads(key)
+    topic, partition = partition_map["topic"], int(partition_map["partition"])
+    if value is None:
+        return (topic, partition), None
+    data = json.loads(value)
+    position = int(data.get("position", data["offset"] + 1))
+    return (topic, partition), PartitionProgress(
+        topic, partition, position, int(data.get("target_position", -1)), data.get("topic_id", "")
+    )
+
+
+def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0) -> list:
+    """Every record of partition 0 of a small internal topic, from the beginning to its current end."""
+    consumer = Consumer({
+        **config, "group.id": "mirror-engine-reader", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": True,
+    })
+    try:
+        from confluent_kafka.admin import AdminClient, OffsetSpec
+
+        from mirror_engine.topics import list_offsets
+
+        admin = AdminClient({**config, "log_level": "3"})
+        tp = [TopicPartition(topic, 0)]
+        # Retries the moments after creation when the broker does not yet lead the new partition.
+        low = list_offsets(admin, tp, OffsetSpec.earliest(), timeout_s)[(topic, 0)]
+        high = list_offsets(admin, tp, OffsetSpec.latest(), timeout_s)[(topic, 0)]
+        if high <= low:
+            return []
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        records = []
+        while True:
+            batch = consumer.consume(10_000, timeout=timeout_s)
+            if not batch:
+                raise TimeoutError(f"reading {topic} stopped short of its end after {timeout_s:.0f} s")
+            for message in batch:
+                error = message.error()
+                if error is None:
+                    records.append(message)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return records
+                else:
+                    raise RuntimeError(f"reading {topic}: {error.str()}")
+    finally:
+        consumer.close()
+
+
+def load_progress(config: dict[str, str], topic: str) -> dict[tuple[str, int], PartitionProgress]:
+    """The latest progress of every source partition recorded in the progress topic."""
+    latest: dict[tuple[str, int], PartitionProgress] = {}
+    for message in read_topic_to_end(config, topic):
+        key, progress = parse_progress(message.key(), message.value())
+        if progress is None:
+            latest.pop(key, None)
+        else:
+            latest[key] = progress
+    return latest
+
+
+def managed_target_topics(plan: MigrationPlan, target_config: dict[str, str]) -> frozenset[str]:
+    """The target topics this plan's flow has copied into (it has stored progress for them)."""
+    from mirror_engine.internal_topics import InternalTopics
+
+    topic = InternalTopics.for_plan(plan).progress
+    from confluent_kafka.admin import AdminClient
+
+    if topic not in AdminClient({**target_config, "log_level": "3"}).list_topics(timeout=15).topics:
+        return frozenset()
+    policy = plan.policy()
+    return frozenset(policy.format_remote_topic(plan.source.alias, t) for t, _ in load_progress(target_config, topic))

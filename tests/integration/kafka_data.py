@@ -1,0 +1,95 @@
+"""Writing and reading test data on the real clusters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from kafka_local.cluster import KafkaCluster
+
+
+@dataclass(frozen=True)
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    timestamp: int
+
+    def content(self) -> tuple:
+        """Everything but the offset: what a copy must keep."""
+        return (self.key, self.value, self.headers, self.timestamp)
+
+
+def read_partition(cluster: KafkaCluster, topic: str, partition: int, committed: bool = True) -> list[Record]:
+    """Every record of a partition from its start to its current end (read_committed by default)."""
+    consumer = Consumer({
+        **cluster.client_config(), "group.id": "test-reader", "enable.auto.commit": False,
+        "enable.partition.eof": True, "isolation.level": "read_committed" if committed else "read_uncommitted",
+    })
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    records: list[Record] = []
+    if high <= low:
+        consumer.close()
+        return records
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            for message in consumer.consume(10_000, timeout=1):
+                error = message.error()
+                if error is None:
+                    records.append(Record(message.offset(), message.key(), message.value(),
+                                          tuple(message.headers() or ()), message.timestamp()[1]))
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return records
+                else:
+                    raise RuntimeError(error.str())
+        raise TimeoutError(f"{topic}[{partition}] not read to its end in 60 s")
+    finally:
+        consumer.close()
+
+
+def produce(cluster: KafkaCluster, topic: str, records: list[tuple], **config) -> None:
+    """records: (partition, key, value, headers, timestamp)."""
+    producer = Producer({**cluster.client_config(), "linger.ms": 5, **config})
+    for partition, key, value, headers, timestamp in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
+
+
+def produce_transactions(cluster: KafkaCluster, topic: str, partitions: int, transactions: int,
+                         per_transaction: int, abort_every: int, transactional_id: str) -> None:
+    """Transactions of records spread over the partitions; every `abort_every`-th one aborted."""
+    producer = Producer({**cluster.client_config(), "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    for t in range(transactions):
+        producer.begin_transaction()
+        aborted = (t + 1) % abort_every == 0
+        for i in range(per_transaction):
+            state = "aborted" if aborted else "committed"
+            producer.produce(topic, f"{state}-{t}-{i}".encode(), f"k{i}".encode(), i % partitions,
+                             headers=[("txn", str(t).encode())])
+        if aborted:
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+
+
+def wait_for_compaction_gaps(cluster: KafkaCluster, topic: str, partition: int, timeout_s: float = 60) -> list[Record]:
+    """Wait until the log cleaner removed superseded records (offsets then have gaps)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        records = read_partition(cluster, topic, partition)
+        offsets = [r.offset for r in records]
+        if len(offsets) > 2 and offsets[-1] - offsets[0] + 1 > len(offsets):  # a gap inside the log
+            return records
+        time.sleep(1)
+    raise TimeoutError(f"no compaction gaps appeared in {topic}[{partition}] within {timeout_s:.0f} s")

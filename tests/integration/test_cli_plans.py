@@ -1,0 +1,100 @@
+"""The CLI refuses bad plans and MirrorMaker 2 files with a clear error, and creates nothing on the target."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_local.cluster import free_port
+from tests.integration.plans import create_topics, plan_dict
+
+pytestmark = pytest.mark.integration
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mirror_engine.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _target_topics(target) -> set[str]:
+    return set(AdminClient(target.client_config()).list_topics(timeout=10).topics)
+
+
+def _bad_yaml(source, target, prefix: str) -> dict[str, tuple[dict, str]]:
+    good = plan_dict(source, target, prefix)
+    unreachable = plan_dict(source, target, prefix)
+    unreachable["target"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
+    unreachable["target"]["client"] = {"socket.connection.setup.timeout.ms": 2000}
+    return {
+        "unknown key": ({**good, "sink": {}}, "sink: unknown field"),
+        "bad regex": ({**good, "topics": {"include": ["(oops"]}}, "topics.include"),
+        "policy loop": ({**good, "target": {**good["target"], "alias": "src"}}, "both 'src'"),
+        "wrong type": ({**good, "sync": {"acls": "yes please"}}, "sync.acls"),
+        "missing cluster": ({k: v for k, v in good.items() if k != "target"}, "target: Field required"),
+        "unreachable target": (unreachable, "cluster 'tgt'"),
+    }
+
+
+def test_bad_plans_fail_with_their_field_and_create_nothing(kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    prefix = f"{unique_name}-"
+    create_topics(source, [NewTopic(prefix + "orders", 2, 1)])
+    before = _target_topics(target)
+    for case, (data, expected) in _bad_yaml(source, target, prefix).items():
+        path = tmp_path / f"{case.replace(' ', '-')}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        result = _run("prepare", "--plan", str(path))
+        assert result.returncode != 0, case
+        assert expected in result.stderr, f"{case}: {result.stderr}"
+    assert _target_topics(target) == before
+
+
+def test_bad_mm2_file_fails_with_its_key_and_creates_nothing(kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    before = _target_topics(target)
+    path = tmp_path / "mm2.properties"
+    path.write_text(
+        "clusters = a, b\n"
+        f"a.bootstrap.servers = {source.bootstrap}\n"
+        f"b.bootstrap.servers = {target.bootstrap}\n"
+        "a->b.enabled = true\n"
+        "a->b.topics = (broken\n"
+        "sync.topic.acls.enabled = maybe\n"
+        "no.such.setting = 1\n"
+    )
+    result = _run("prepare", "--mm2-config", str(path))
+    assert result.returncode == 2
+    for key in ("a->b.topics", "sync.topic.acls.enabled", "no.such.setting"):
+        assert key in result.stderr
+    assert _target_topics(target) == before
+
+
+def test_good_plan_dry_run_then_apply_through_the_cli(kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    prefix = f"{unique_name}-"
+    create_topics(source, [NewTopic(prefix + "orders", 3, 1, config={"retention.ms": "600000"})])
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan_dict(source, target, prefix)))
+
+    dry = _run("prepare", "--plan", str(path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "create_topic" in dry.stdout and "dry-run" in dry.stdout
+    assert prefix + "orders" not in _target_topics(target)
+
+    applied = _run("prepare", "--plan", str(path))
+    assert applied.returncode == 0, applied.stderr
+    assert prefix + "orders" in _target_topics(target)
+    again = _run("plan", "--plan", str(path))
+    assert "nothing to do" in again.stdout
+
+
+def test_example_mm2_file_is_understood(monkeypatch):
+    from mirror_engine.mm2_config import load_mm2_config
+
+    plan = load_mm2_config(Path(__file__).resolve().parents[2] / "migrations" / "mm2-example.properties")
+    assert (plan.source.alias, plan.target.alias) == ("src", "tgt")
