@@ -1,0 +1,111 @@
+"""The engine's copy rate beside the machine's raw produce limit, measured side by side in one run.
+
+Data sets: N records of 100 B and M records of 1 KiB (keys and a header each), 8 partitions, in
+the local source cluster. For each, two figures on the same target cluster with the same client
+settings (acks=all, idempotence, lz4, linger 20 ms, 1 MiB batches):
+- raw: a plain producer writing the same records from memory into a fresh target topic;
+- engine: `Replicator` copying the source topic into a fresh target topic, from its start until
+  every partition is caught up (start-up included).
+The ratio engine/raw is what to compare across runs; absolute rates vary with the machine's load.
+
+    .venv/bin/python bench/engine_vs_raw.py            # full size: 1,000,000 x 100 B and 200,000 x 1 KiB
+    .venv/bin/python bench/engine_vs_raw.py --scale 0.01
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_local.cluster import KafkaCluster, start_pair
+from mirror_engine.engine import Replicator
+from mirror_engine.plan import plan_from_dict
+
+PARTITIONS = 8
+PRODUCER_SETTINGS = {
+    "enable.idempotence": True, "acks": "all", "compression.type": "lz4", "linger.ms": 20,
+    "batch.size": 1_048_576, "queue.buffering.max.messages": 500_000,
+}
+
+
+def make_records(count: int, value_size: int) -> list[tuple[bytes, bytes, list]]:
+    now = int(time.time() * 1000)
+    filler = (b"abcdefghij" * (value_size // 10 + 1))[: value_size - 8]
+    return [(f"key-{i % 10_000:05d}".encode(), b"%08d" % (i % 10**8) + filler, [("seq", b"%d" % i)], now)
+            for i in range(count)]
+
+
+def create(cluster: KafkaCluster, name: str) -> None:
+    admin = AdminClient(cluster.client_config())
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result()
+    time.sleep(1)  # leaders settle
+
+
+def produce_all(cluster: KafkaCluster, topic: str, records: list) -> float:
+    """Produce every record; return the seconds from the first produce to the last acknowledgement."""
+    producer = Producer({**cluster.client_config(), **PRODUCER_SETTINGS})
+    started = time.perf_counter()
+    for i, (key, value, headers) in enumerate(records):
+        while True:
+            try:
+                producer.produce(topic, value, key, i % PARTITIONS, headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(300)
+    return time.perf_counter() - started
+
+
+def engine_copy(source: KafkaCluster, target: KafkaCluster, topic: str) -> tuple[float, int]:
+    plan = plan_from_dict({
+        "name": f"bench-{topic}",
+        "source": {"alias": "src", "bootstrap_servers": source.bootstrap},
+        "target": {"alias": "tgt", "bootstrap_servers": target.bootstrap},
+        "topics": {"include": [topic]},
+        "sync": {"acls": False},
+        "engine": {"linger_ms": 20, "compression": "lz4", "producer_batch_bytes": 1_048_576},
+    })
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    started = time.perf_counter()
+    summary = replicator.run(max_seconds=1800, until_caught_up=True)
+    return time.perf_counter() - started, summary.records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full data set")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    sets = [("small", int(1_000_000 * args.scale), 100), ("large", int(200_000 * args.scale), 1024)]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
+        source, target = start_pair(Path(workdir))
+        try:
+            for name, count, size in sets:
+                records = make_records(count, size)
+                megabytes = sum(len(k) + len(v) for k, v, _ in records) / 1e6
+                create(source, f"{name}-src")
+                produce_all(source, f"{name}-src", records)
+                create(target, f"{name}-raw")
+                raw_seconds = produce_all(target, f"{name}-raw", records)
+                engine_seconds, copied = engine_copy(source, target, f"{name}-src")
+                assert copied == count, f"engine copied {copied} of {count}"
+                rows.append((f"{count:,} x {size} B", "raw produce", raw_seconds, count, megabytes))
+                rows.append((f"{count:,} x {size} B", "engine copy", engine_seconds, count, megabytes))
+        finally:
+            source.stop()
+            target.stop()
+    print(f"\n{'data set':<22} {'run':<12} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'vs raw':>7}")
+    for i, (data, run, seconds, count, megabytes) in enumerate(rows):
+        ratio = rows[i - 1][2] / seconds if run == "engine copy" else 1.0
+        print(f"{data:<22} {run:<12} {seconds:8.1f} {count / seconds:11,.0f} {megabytes / seconds:7.1f} {ratio:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
