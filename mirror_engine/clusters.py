@@ -33,7 +33,7 @@ def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0
         if "security.protocol" not in config:
             hint = " (if the cluster uses SASL or TLS, check security.protocol and credentials)"
         raise ClusterUnreachable(
-            f"cluster '{alias}' at {config.get('bootstrap.servers')} did not answer in {timeout_s:.0f} s: "
+            f"cluster '{alias}' at {config.get('bootstrap.servers')} did not answer (waited up to {timeout_s:.0f} s): "
             f"{error.args[0]}{hint}"
         ) from error
     return ClusterInfo(alias, metadata.cluster_id or "", len(metadata.brokers), len(metadata.topics))

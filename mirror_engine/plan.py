@@ -82,7 +82,7 @@ class ClusterSpec(_Strict):
                 [f"cluster '{self.alias}' names only the Airflow connection '{self.conn_id}': "
                  "give bootstrap_servers to use it outside Airflow"],
             )
-        config = {"bootstrap.servers": self.bootstrap_servers}
+        config = {"bootstrap.servers": _resolve_env(self.bootstrap_servers, f"{self.alias}.bootstrap_servers")}
         for key, value in self.client.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             config[key] = _resolve_env(text, f"{self.alias}.client.{key}")

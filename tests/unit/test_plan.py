@@ -61,6 +61,12 @@ def test_environment_references_resolve_in_client_settings(monkeypatch):
     assert config["enable.ssl.certificate.verification"] == "false"
 
 
+def test_environment_references_resolve_in_bootstrap_servers(monkeypatch):
+    monkeypatch.setenv("SRC_BOOTSTRAP", "10.0.0.1:9092")
+    plan = plan_from_dict(_with("source.bootstrap_servers", "${SRC_BOOTSTRAP}"))
+    assert plan.source.client_config()["bootstrap.servers"] == "10.0.0.1:9092"
+
+
 def test_missing_environment_variable_names_the_field(monkeypatch):
     monkeypatch.delenv("NOPE_NOT_SET", raising=False)
     plan = plan_from_dict(_with("source.client", {"sasl.password": "${NOPE_NOT_SET}"}))
