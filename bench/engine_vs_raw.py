@@ -35,9 +35,8 @@ PRODUCER_SETTINGS = {
 
 
 def make_records(count: int, value_size: int) -> list[tuple[bytes, bytes, list]]:
-    now = int(time.time() * 1000)
     filler = (b"abcdefghij" * (value_size // 10 + 1))[: value_size - 8]
-    return [(f"key-{i % 10_000:05d}".encode(), b"%08d" % (i % 10**8) + filler, [("seq", b"%d" % i)], now)
+    return [(f"key-{i % 10_000:05d}".encode(), b"%08d" % (i % 10**8) + filler, [("seq", b"%d" % i)])
             for i in range(count)]
 
 

@@ -83,8 +83,6 @@ class Replicator:
         self._stop = threading.Event()
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
-        # The same states keyed by (target topic, partition), for the delivery callback.
-        self._by_target: dict[TopicPartitionKey, PartitionState] = {}
         self._stored: dict[TopicPartitionKey, PartitionProgress] = {}
 
     # ------------------------------------------------------------------ setup
@@ -104,7 +102,10 @@ class Replicator:
             "compression.type": engine.compression,
             "message.max.bytes": 100 * 1024 * 1024,  # let the broker judge record size per topic
             "queue.buffering.max.messages": 500_000,
-            "on_delivery": self._on_delivery,
+            # Any failed record is fatal rather than skipped: an acknowledged record then proves every
+            # earlier record of its partition was written, so most records need no delivery callback.
+            "enable.gapless.guarantee": True,
+            "error_cb": self._on_client_error,
         })
         self._consumer = Consumer({
             **self.source_config,
@@ -201,11 +202,12 @@ class Replicator:
             progress = stored.get(key)
             target_end = target_ends[(self._target_topic[topic], partition)]
             position = progress.position if progress else starts[key]
-            state = PartitionState(topic, partition, self._target_topic[topic], position, ids.get(topic, ""))
+            state = PartitionState(topic, partition, self._target_topic[topic], position, ids.get(topic, ""),
+                                   self._max_value_bytes.get(self._target_topic[topic], 1 << 62))
+            state.on_new_delta, state.on_failure = self._send_sync, self._fail_partition
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
             self.states[key] = state
-            self._by_target[(state.target_topic, partition)] = state
             gap = self._gap(state, progress, earliest[key], latest[key])
             if gap:
                 if not self.plan.engine.allow_gaps:
@@ -213,7 +215,7 @@ class Replicator:
                     log.error("%s[%d]: %s", topic, partition, gap)
                     continue
                 log.warning("%s[%d]: %s; skipping it because engine.allow_gaps is set", topic, partition, gap)
-                state.start_position = earliest[key]
+                state.start_position = state.produced_next = state.acked_next = earliest[key]
                 position = earliest[key]
             assignment.append(TopicPartition(topic, partition, position))
         if assignment:
@@ -240,59 +242,77 @@ class Replicator:
     # ------------------------------------------------------------------ the hot path
     def _copy(self, messages: list[Message]) -> None:
         produce = self._producer.produce  # type: ignore[union-attr]
-        poll = self._producer.poll  # type: ignore[union-attr]
-        targets = self._target_topic
         states = self.states
-        for message in messages:
+        count = len(messages)
+        state: PartitionState | None = None
+        topic = target = ""
+        partition = run_length = 0
+        run_start = False
+        for i in range(count):
+            message = messages[i]
             if message.error() is not None:
                 self._on_consume_error(message)
                 continue
-            topic = message.topic()
-            partition = message.partition()
-            state = states[(topic, partition)]
-            if state.failed:
-                continue
-            value = message.value()
-            if value is not None and len(value) > self._max_value_bytes.get(state.target_topic, 1 << 62):
-                self._fail_partition(state, f"record at offset {message.offset()} has a {len(value)}-byte value, "
-                                            f"more than the target topic {state.target_topic} accepts "
-                                            "(raise its max.message.bytes)", message.offset())
-                continue
-            while True:
-                try:
-                    produce(targets[topic], value, message.key(), partition,
-                            timestamp=message.timestamp()[1], headers=message.headers())
-                    break
-                except BufferError:
-                    poll(0.05)  # the local queue is full: let deliveries drain it
-            state.in_flight.append(message.offset())
-        poll(0)
+            if state is None:  # the first record of a run of one partition
+                topic, partition = message.topic(), message.partition()
+                state = states[(topic, partition)]
+                target = state.target_topic
+                run_start, run_length = True, 0
+            # Does the run go on with the next message? If not, this record closes it.
+            if i + 1 < count:
+                following = messages[i + 1]
+                run_ends = following.error() is not None or following.partition() != partition \
+                    or following.topic() != topic
+            else:
+                run_ends = True
+            if not state.failed:
+                offset = message.offset()
+                value = message.value()
+                if value is not None and len(value) > state.max_value_bytes:
+                    self._fail_partition(state, f"record at offset {offset} has a {len(value)}-byte value, more than "
+                                                f"the target topic {target} accepts (raise its max.message.bytes)",
+                                         offset)
+                else:
+                    boundary = run_start or offset != state.produced_next
+                    callback = state.callback(offset, boundary) if boundary or run_ends else None
+                    try:
+                        produce(target, value, message.key(), partition, callback,
+                                timestamp=message.timestamp()[1], headers=message.headers())
+                    except BufferError:
+                        self._produce_when_room(target, message, partition, callback)
+                    state.produced_next = offset + 1
+                    run_length += 1
+                run_start = False
+            if run_ends:
+                state.records_copied += run_length
+                state = None
+        self._producer.poll(0)  # type: ignore[union-attr]
 
-    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        state = self._by_target.get((message.topic(), message.partition()))
-        if state is None:  # an internal record (offset-sync, progress, heartbeat)
-            self._on_internal_delivery(error, message)
-            return
-        source = state.in_flight.popleft()
-        if error is not None:
-            self._fail_partition(state, f"the target rejected the record at source offset {source}: {error.str()}",
-                                 source)
-            return
-        target = message.offset()
-        state.acked_source = source
-        state.acked_target = target
-        state.target_position = target + 1
-        state.records_copied += 1
-        if target - source != state.delta:
-            state.delta = target - source
-            self._send_sync(state, source, target)
+    def _produce_when_room(self, target: str, message: Message, partition: int, callback: object) -> None:
+        """The local queue is full: serve deliveries until the record fits."""
+        while True:
+            self._producer.poll(0.05)  # type: ignore[union-attr]
+            try:
+                self._producer.produce(target, message.value(), message.key(), partition, callback,  # type: ignore[union-attr]
+                                       timestamp=message.timestamp()[1], headers=message.headers())
+                return
+            except BufferError:
+                continue
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = f"the target producer hit a fatal error (nothing after the last acknowledged record counts " \
+                         f"as copied): {error.str()}"
+        else:
+            log.debug("client: %s", error.str())
 
     # ------------------------------------------------------------------ side records
     def _send_sync(self, state: PartitionState, source: int, target: int) -> None:
         sync = OffsetSync(state.topic, state.partition, source, target)
         state.syncs_in_flight.append((source, target))
         state.last_synced_source = source
-        self._producer.produce(self.topics.offset_syncs, sync.record_value(), sync.record_key(), 0)  # type: ignore[union-attr]
+        self._producer.produce(self.topics.offset_syncs, sync.record_value(), sync.record_key(), 0,  # type: ignore[union-attr]
+                               self._on_internal_delivery)
 
     def _on_internal_delivery(self, error: KafkaError | None, message: Message) -> None:
         if message.topic() == self.topics.offset_syncs:
@@ -320,14 +340,15 @@ class Replicator:
                     state.topic, state.partition, position, state.progress_target_position(), state.topic_id
                 )
                 self._producer.produce(  # type: ignore[union-attr]
-                    self.topics.progress, progress.value(), progress.key(self.plan.source.alias), 0
+                    self.topics.progress, progress.value(), progress.key(self.plan.source.alias), 0,
+                    self._on_internal_delivery,
                 )
                 state.stored_position = position
 
     def _send_heartbeat(self) -> None:
         beat = Heartbeat(self.plan.source.alias, self.plan.target.alias, int(time.time() * 1000))
         self._producer.produce(self.topics.heartbeats, beat.record_value(), beat.record_key(), 0,  # type: ignore[union-attr]
-                               timestamp=beat.timestamp_ms)
+                               self._on_internal_delivery, timestamp=beat.timestamp_ms)
 
     def _on_consume_error(self, message: Message) -> None:
         error = message.error()
@@ -421,7 +442,8 @@ class Replicator:
     def caught_up(self) -> bool:
         """Every partition copied and acknowledged up to the source's end as last seen."""
         return all(
-            state.failed or (not state.in_flight and state.end_seen >= 0 and state.copied_position() >= state.end_seen)
+            state.failed
+            or (state.all_acknowledged() and state.end_seen >= 0 and state.copied_position() >= state.end_seen)
             for state in self.states.values()
         )
 

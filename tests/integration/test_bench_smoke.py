@@ -1,0 +1,20 @@
+"""The benchmark scripts keep working (run at a tiny size; no timing is asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_engine_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "engine_vs_raw.py"), "--scale", "0.002"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line for line in result.stdout.splitlines() if "engine copy" in line or "raw produce" in line]
+    assert len(rows) == 4
