@@ -152,8 +152,12 @@ def free_port() -> int:
 
 
 def _new_cluster_id() -> str:
-    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding. An id starting
+    # with "-" would be read as an option by the storage tool, so draw again (as Kafka's own does).
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _jaas_plain(users: dict[str, str]) -> str:

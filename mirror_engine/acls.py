@@ -97,4 +97,12 @@ def read_acls(admin: AdminClient, timeout_s: float = 15.0) -> frozenset[Acl] | N
         if error.args[0].code() == KafkaError.SECURITY_DISABLED:
             return None
         raise
+    if not bindings:
+        # A principal without DESCRIBE on the cluster gets an empty list, not an error: tell
+        # "no ACLs" from "not allowed to see them", so ACL sync is never skipped silently.
+        described = admin.describe_cluster(include_authorized_operations=True, request_timeout=timeout_s).result()
+        operations = described.authorized_operations or []
+        if AclOperation.DESCRIBE not in operations and AclOperation.ALL not in operations:
+            raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+                                            "describing ACLs needs DESCRIBE on the cluster"))
     return frozenset(Acl.from_binding(binding) for binding in bindings)

@@ -192,3 +192,14 @@ def test_principals_have_the_same_rights_on_the_target_and_no_others(secured_pai
     # ACLs reach the target broker's authorizer shortly after creation.
     assert _eventually(lambda: _can_produce(target.client_config("alice"), f"{p}orders"))
     assert rights(target) == on_source
+
+
+def test_acl_sync_is_skipped_loudly_when_the_source_principal_may_not_describe_acls(secured_pair, acl_source):
+    source, target = secured_pair
+    p = acl_source
+    plan = make_plan(source, target, f"{p}(orders|payments)")
+    # alice has topic ACLs only: the broker answers her DescribeAcls with an empty list, not an error.
+    best_effort = plan_preparation(plan, source.client_config("alice"), target.client_config(), best_effort=True)
+    assert any(w.startswith("ACL sync skipped") for w in best_effort.warnings), best_effort.warnings
+    with pytest.raises(KafkaException):
+        plan_preparation(plan, source.client_config("alice"), target.client_config())
