@@ -15,8 +15,12 @@ import json
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
+from mirror_engine.clusters import admin_client
+from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.topics import list_offsets
 
 PROGRESS_NAME = "mirror-engine"
 
@@ -68,11 +72,7 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
         "isolation.level": "read_committed", "enable.partition.eof": True,
     })
     try:
-        from confluent_kafka.admin import AdminClient, OffsetSpec
-
-        from mirror_engine.topics import list_offsets
-
-        admin = AdminClient({**config, "log_level": "3"})
+        admin = admin_client(config)
         tp = [TopicPartition(topic, 0)]
         # Retries the moments after creation when the broker does not yet lead the new partition.
         low = list_offsets(admin, tp, OffsetSpec.earliest(), timeout_s)[(topic, 0)]
@@ -111,12 +111,8 @@ def load_progress(config: dict[str, str], topic: str) -> dict[tuple[str, int], P
 
 def managed_target_topics(plan: MigrationPlan, target_config: dict[str, str]) -> frozenset[str]:
     """The target topics this plan's flow has copied into (it has stored progress for them)."""
-    from mirror_engine.internal_topics import InternalTopics
-
     topic = InternalTopics.for_plan(plan).progress
-    from confluent_kafka.admin import AdminClient
-
-    if topic not in AdminClient({**target_config, "log_level": "3"}).list_topics(timeout=15).topics:
+    if topic not in admin_client(target_config).list_topics(timeout=15).topics:
         return frozenset()
     policy = plan.policy()
     return frozenset(policy.format_remote_topic(plan.source.alias, t) for t, _ in load_progress(target_config, topic))
