@@ -695,6 +695,9 @@ def _build(builder: _Builder, problems: list[str]) -> set[str]:
     builder.put("sync.replication_factor", factor[1] if factor else 2, factor[0] if factor else "replication.factor")
 
     builder.map("engine.heartbeat_interval_s", "emit.heartbeats.interval.seconds")
+    copied = builder.lookup("heartbeats.replication.enabled")  # MM2 copies heartbeats topics by default
+    builder.put("engine.replicate_heartbeats", copied[1] if copied else True,
+                copied[0] if copied else "heartbeats.replication.enabled")
     builder.map("engine.refresh_interval_s", "refresh.topics.interval.seconds")
     intervals = [found for name in ("emit.checkpoints.interval.seconds", "sync.group.offsets.interval.seconds")
                  if (found := builder.lookup(name)) is not None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +44,9 @@ class PartitionState:
     syncs_in_flight: deque[tuple[int, int]] = field(default_factory=deque)
     last_synced_source: int = -1  # the record of the last offset-sync sent
     stored_position: int = -1  # the position last written to the progress topic
+    logged_position: int = -1  # the position in the last periodic progress log
     records_copied: int = 0
+    latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
     failed: str = ""  # why copying this partition stopped, if it did
     failed_at: int = FAR  # the source offset of the record that could not be copied
     # Set by the engine: called with (state, source, target) when (target - source) changes,
@@ -66,6 +69,7 @@ class PartitionState:
                                 source)
                 return
             target = message.offset()
+            self.latency_ms = int(time.time() * 1000) - message.timestamp()[1]
             self.acked_next = source + 1
             self.acked_source, self.acked_target = source, target
             self.target_position = target + 1

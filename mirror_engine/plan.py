@@ -161,6 +161,11 @@ class EngineSpec(_Strict):
     heartbeat_interval_s: Annotated[float, Field(gt=0)] = 1.0
     offset_sync_interval_s: Annotated[float, Field(gt=0)] = 5.0
     progress_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    log_interval_s: Annotated[float, Field(gt=0)] = 30.0  # per-partition progress in the log
+    # Copy the source's heartbeats topic (as MM2's heartbeats.replication.enabled), which makes the flow's
+    # latency measurable end to end (`mirror-engine latency`). Off by default: two plans from the same source
+    # alias to the same target would both write the one replica topic.
+    replicate_heartbeats: bool = False
     exactly_once: bool = False
     # Skip records the source deleted before they were copied, instead of stopping the partition.
     allow_gaps: bool = False
@@ -246,13 +251,13 @@ class MigrationPlan(_Strict):
         return [*MM2_CONFIG_EXCLUDES, *self.sync.config_exclude]
 
     def replicates_topic(self, topic: str) -> bool:
-        """MM2's shouldReplicateTopic: accepted by the filter, not internal, not a cycle back to the target."""
+        """MM2's shouldReplicateTopic: accepted by the filter (or a heartbeats topic, when those are copied),
+        not internal, not a cycle back to the target."""
         policy = self.policy()
-        return (
-            self.topic_filter().accepts(topic)
-            and not policy.is_internal_topic(topic)
-            and not is_cycle(policy, topic, self.target.alias)
+        wanted = self.topic_filter().accepts(topic) or (
+            self.engine.replicate_heartbeats and policy.is_heartbeats_topic(topic)
         )
+        return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, self.target.alias)
 
 
 def _problem_lines(error: ValidationError) -> list[str]:

@@ -12,6 +12,7 @@ with three more fields the exact switchover needs:
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -81,9 +82,11 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
             return []
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         records = []
+        deadline = time.monotonic() + timeout_s
         while True:
-            batch = consumer.consume(10_000, timeout=timeout_s)
-            if not batch:
+            # consume() waits for a full batch or its timeout, even past the end: keep each wait short.
+            batch = consumer.consume(10_000, timeout=0.2)
+            if not batch and time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic} stopped short of its end after {timeout_s:.0f} s")
             for message in batch:
                 error = message.error()

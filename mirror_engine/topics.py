@@ -116,6 +116,7 @@ _RETRIABLE = frozenset({
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._TRANSPORT,
+    KafkaError._UNKNOWN_PARTITION,  # the client's cached metadata predates partitions just added
 })
 
 
@@ -134,6 +135,8 @@ def list_offsets(
             if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
                 raise
             time.sleep(0.3)
+            for topic in {tp.topic for tp in tps}:
+                admin.list_topics(topic, timeout=timeout_s)  # refreshes the client's metadata of the topic
 
 
 def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:

@@ -189,6 +189,9 @@ def test_minimal_file_takes_mirrormaker2_defaults_that_shape_the_target():
     assert plan.topics.include == [".*"]
     assert plan.source.client == {}
     assert plan.engine.exactly_once is False
+    assert plan.engine.replicate_heartbeats is True  # MM2 copies heartbeats topics unless told not to
+    assert not plan_from_mm2_properties(MINIMAL + "heartbeats.replication.enabled = false\n",
+                                        "mm2.properties").engine.replicate_heartbeats
 
 
 def test_flow_is_chosen_when_several_are_enabled():

@@ -140,3 +140,12 @@ def test_unreadable_and_invalid_yaml_files_are_plan_errors(tmp_path):
     broken.write_text("name: [unclosed\n")
     with pytest.raises(PlanError, match="not valid YAML"):
         load_plan(broken)
+
+
+def test_heartbeats_topics_are_copied_only_when_the_plan_says_so():
+    plan = plan_from_dict(_with("topics.include", ["orders"]))
+    assert not plan.replicates_topic("heartbeats")
+    copying = plan_from_dict({**_with("topics.include", ["orders"]), "engine": {"replicate_heartbeats": True}})
+    assert copying.replicates_topic("heartbeats") and copying.replicates_topic("other.heartbeats")
+    assert not copying.replicates_topic("tgt.heartbeats"), "a heartbeat that came from the target is a cycle"
+    assert not copying.replicates_topic("customers")

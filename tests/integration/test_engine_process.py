@@ -1,0 +1,111 @@
+"""The engine as a process: SIGTERM stops it cleanly, it logs per-partition progress, heartbeats show its latency."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from mirror_engine.engine import Replicator
+from mirror_engine.heartbeats import LatencyError, last_heartbeat, measure_latency
+from mirror_engine.internal_topics import InternalTopics
+from mirror_engine.plan import plan_from_dict
+from mirror_engine.progress import load_progress
+from tests.integration.kafka_data import produce, read_partition
+from tests.integration.plans import create_topics, make_plan, plan_dict
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 300_000
+PARTITIONS = 4
+
+
+def _end_offsets(cluster, topic: str) -> list[int]:
+    consumer = Consumer({**cluster.client_config(), "group.id": "test-ends"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
+    finally:
+        consumer.close()
+
+
+
+def test_sigterm_stops_cleanly_and_a_restart_copies_nothing_twice(kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    topic = f"{unique_name}-term"
+    create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
+    now = int(time.time() * 1000)
+    produce(source, topic, [(i % PARTITIONS, f"k{i}".encode(), f"record-{i}".encode() * 8, None, now + i)
+                            for i in range(RECORDS)], **{"linger.ms": 50})
+    data = plan_dict(source, target, topic, engine={"log_interval_s": 0.3, "batch_size": 500})
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    log_file = tmp_path / "engine.log"
+
+    with log_file.open("w") as log:
+        engine = subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file)],
+                                  stdout=subprocess.PIPE, stderr=log, text=True)
+        # Stop it as soon as it logged per-partition progress: mid-copy.
+        progress_line = f"{topic}[0] -> {topic}: position"
+        deadline = time.monotonic() + 120
+        while progress_line not in log_file.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        engine.send_signal(signal.SIGTERM)
+        stdout, _ = engine.communicate(timeout=90)
+    stderr = log_file.read_text()
+    assert engine.returncode == 0, stderr[-3000:]
+    assert progress_line in stderr, "no per-partition progress line in the log"
+    assert "signal 15: stopping" in stderr
+
+    # A clean stop stores the progress of every record the target holds: the restart re-sends nothing.
+    stopped_at = json.loads(stdout.strip().splitlines()[-1])["records"]
+    progress = load_progress(target.client_config(), InternalTopics.for_plan(plan_from_dict(data)).progress)
+    target_ends = _end_offsets(target, topic)
+    assert [progress[(topic, p)].position for p in range(PARTITIONS)] == target_ends
+    assert 0 < sum(target_ends) == stopped_at < RECORDS, "stop the engine mid-copy: make the data set larger"
+
+    rerun = subprocess.run([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file),
+                            "--until-caught-up", "--max-seconds", "300"], capture_output=True, text=True, timeout=400)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    for partition in range(PARTITIONS):
+        expected = [r.content() for r in read_partition(source, topic, partition)]
+        assert [r.content() for r in read_partition(target, topic, partition)] == expected
+
+
+def test_heartbeats_show_the_flow_alive_and_its_latency(kafka_pair, unique_name):
+    source, target = kafka_pair
+    topic = f"{unique_name}-beat"
+    create_topics(source, [NewTopic(topic, 1, 1)])
+    plan = make_plan(source, target, topic, engine={"replicate_heartbeats": True, "refresh_interval_s": 1,
+                                                    "heartbeat_interval_s": 0.5})
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
+    runner.start()
+    try:
+        latency = measure_latency(plan, source.client_config(), target.client_config(), timeout_s=60)
+        assert latency.replica_topic == "src.heartbeats"
+        assert 0 < latency.latency_ms < 60_000
+        beat = last_heartbeat(target.client_config(), plan)
+        assert beat is not None and (beat.source_alias, beat.target_alias) == ("src", "tgt")
+        assert time.time() * 1000 - beat.timestamp_ms < 5_000, "the running engine's last heartbeat is stale"
+    finally:
+        replicator.stop()
+        runner.join(60)
+    # The heartbeat written to the source arrived in the replica as it was: same key, value and timestamp.
+    source_beats = read_partition(source, "heartbeats", 0)
+    replica_beats = read_partition(target, "src.heartbeats", 0)
+    assert [r.content() for r in replica_beats] == [r.content() for r in source_beats]
+
+
+def test_latency_needs_heartbeats_copied(kafka_pair, unique_name):
+    source, target = kafka_pair
+    plan = make_plan(source, target, f"{unique_name}-none")
+    with pytest.raises(LatencyError, match=r"engine\.replicate_heartbeats"):
+        measure_latency(plan, source.client_config(), target.client_config(), timeout_s=5)
