@@ -59,8 +59,47 @@ class Acl:
         return asdict(self)
 
 
+# A cutover fences a group or a topic on the source by denying everyone READ on the group (its consumers)
+# or WRITE on the topic (its producers). Those fences belong to the source: carried to the target they
+# would lock out the very clients that move there.
+FENCE_PRINCIPAL = "User:*"
+
+
+def group_fence(group: str) -> Acl:
+    return Acl("GROUP", group, "LITERAL", FENCE_PRINCIPAL, "*", "READ", "DENY")
+
+
+def topic_write_fence(topic: str) -> Acl:
+    return Acl("TOPIC", topic, "LITERAL", FENCE_PRINCIPAL, "*", "WRITE", "DENY")
+
+
+def is_fence(acl: Acl) -> bool:
+    return acl in (group_fence(acl.name), topic_write_fence(acl.name))
+
+
+def create_acls(admin: AdminClient, acls: list[Acl], timeout_s: float = 15.0) -> None:
+    for binding, future in admin.create_acls([acl.to_binding() for acl in acls], request_timeout=timeout_s).items():
+        try:
+            future.result()
+        except KafkaException as error:
+            raise KafkaException(KafkaError(error.args[0].code(), f"creating ACL {Acl.from_binding(binding).describe()}"
+                                                                  f" failed: {error.args[0].str()}")) from None
+
+
+def delete_acls(admin: AdminClient, acls: list[Acl], timeout_s: float = 15.0) -> None:
+    filters = [
+        AclBindingFilter(ResourceType[a.resource_type], a.name, ResourcePatternType[a.pattern], a.principal, a.host,
+                         AclOperation[a.operation], AclPermissionType[a.permission])
+        for a in acls
+    ]
+    for future in admin.delete_acls(filters, request_timeout=timeout_s).values():
+        future.result()
+
+
 def translate_acl(acl: Acl, plan: MigrationPlan) -> Acl | None:
     """The target's ACL for a source ACL, or None when the plan does not carry it over."""
+    if is_fence(acl):
+        return None
     if acl.resource_type not in SYNCED_RESOURCE_TYPES or acl.pattern not in ("LITERAL", "PREFIXED"):
         return None
     principal = plan.sync.principal_map.get(acl.principal, acl.principal)

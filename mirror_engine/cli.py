@@ -99,6 +99,92 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+def _cmd_latency(args: argparse.Namespace) -> int:
+    import time
+
+    from mirror_engine.heartbeats import LatencyError, last_heartbeat, measure_latency
+
+    plan = load_plan_argument(args)
+    source_config, target_config = _reachable(plan)
+    beat = last_heartbeat(target_config, plan)
+    result: dict[str, object] = {
+        "flow": f"{plan.source.alias}->{plan.target.alias}",
+        "last_heartbeat_age_s": round(time.time() - beat.timestamp_ms / 1000, 1) if beat else None,
+    }
+    try:
+        latency = measure_latency(plan, source_config, target_config, timeout_s=args.timeout)
+    except LatencyError as error:
+        print(json.dumps(result))
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    result.update(replica=latency.replica_topic, latency_ms=round(latency.latency_ms, 1))
+    print(json.dumps(result))
+    return 0
+
+
+def _cmd_checkpoint(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from mirror_engine.checkpoints import Checkpointer
+
+    plan = load_plan_argument(args)
+    checkpointer = Checkpointer(plan, *_reachable(plan))
+    try:
+        if not args.once:
+            import signal
+
+            signal.signal(signal.SIGTERM, lambda *_: checkpointer.stop())
+            checkpointer.run(max_seconds=args.max_seconds)
+            return 0
+        results = checkpointer.run_once()
+    finally:
+        checkpointer.close()
+    for result in results:
+        print(json.dumps({**asdict(result), "committed": {f"{t}[{p}]": o for (t, p), o in result.committed.items()}}))
+    return 0
+
+
+def _switch_output(report: object, path: str | None) -> None:
+    print(report.render())  # type: ignore[attr-defined]
+    if path:
+        from pathlib import Path
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(report.to_json())  # type: ignore[attr-defined]
+        print(f"report written to {path}")
+
+
+def _cmd_switch_group(args: argparse.Namespace) -> int:
+    from mirror_engine.switch import GroupSwitcher, SwitchError
+
+    plan = load_plan_argument(args)
+    switcher = GroupSwitcher(plan, *_reachable(plan))
+    try:
+        if args.rollback:
+            report = switcher.rollback(args.group, timeout_s=args.timeout)
+        else:
+            report = switcher.switch(args.group, fence=args.fence or plan.cutover.fence, timeout_s=args.timeout)
+    except SwitchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    _switch_output(report, args.report)
+    return 0 if report.ok else 1
+
+
+def _cmd_switch_producers(args: argparse.Namespace) -> int:
+    from mirror_engine.switch import SwitchError, switch_producers
+
+    plan = load_plan_argument(args)
+    try:
+        report = switch_producers(plan, *_reachable(plan), args.topic, fence=args.fence, idle_s=args.idle_seconds,
+                                  timeout_s=args.timeout)
+    except SwitchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    _switch_output(report, args.report)
+    return 0
+
+
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", help="a migration plan (YAML)")
@@ -131,6 +217,44 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-seconds", type=float, help="stop after this long")
     run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
     run.set_defaults(handler=_cmd_run)
+
+    latency = commands.add_parser(
+        "latency", help="the age of the flow's last heartbeat on the target, and the time a heartbeat written "
+                        "to the source takes to reach the target (needs engine.replicate_heartbeats)")
+    _add_plan_source(latency)
+    latency.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the heartbeat")
+    latency.set_defaults(handler=_cmd_latency)
+
+    checkpoint = commands.add_parser(
+        "checkpoint", help="write MM2-format checkpoints of the plan's groups and sync their offsets to the target "
+                           "(while a group has no members there), every cutover.checkpoint_interval_s")
+    _add_plan_source(checkpoint)
+    checkpoint.add_argument("--once", action="store_true", help="one round, printed as JSON lines")
+    checkpoint.add_argument("--max-seconds", type=float, help="stop after this long")
+    checkpoint.set_defaults(handler=_cmd_checkpoint)
+
+    switch_group = commands.add_parser(
+        "switch-group", help="move a consumer group to the target at exactly its next records, verified")
+    _add_plan_source(switch_group)
+    switch_group.add_argument("--group", required=True)
+    switch_group.add_argument("--fence", action="store_true",
+                              help="deny READ on the group on the source first, so old consumers cannot come back")
+    switch_group.add_argument("--rollback", action="store_true",
+                              help="move the group back from the target to the source and remove the fence")
+    switch_group.add_argument("--timeout", type=float, help="seconds to wait (default cutover.wait_timeout_s)")
+    switch_group.add_argument("--report", help="also write the report as JSON to this file")
+    switch_group.set_defaults(handler=_cmd_switch_group)
+
+    switch_producers = commands.add_parser(
+        "switch-producers", help="wait until a topic is idle on the source (or fence writes), copy it to the end "
+                                 "and stop copying it, so its producers can write to the target")
+    _add_plan_source(switch_producers)
+    switch_producers.add_argument("--topic", required=True, help="the topic's name on the source")
+    switch_producers.add_argument("--fence", action="store_true", help="deny WRITE on the topic on the source")
+    switch_producers.add_argument("--idle-seconds", type=float, help="default cutover.producer_idle_s")
+    switch_producers.add_argument("--timeout", type=float, help="seconds to wait (default cutover.wait_timeout_s)")
+    switch_producers.add_argument("--report", help="also write the report as JSON to this file")
+    switch_producers.set_defaults(handler=_cmd_switch_producers)
     return parser
 
 

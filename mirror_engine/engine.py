@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.clusters import admin_client, describe_cluster
+from mirror_engine.control import ControlChannel
 from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.partition_state import PartitionState
@@ -173,7 +174,7 @@ class Replicator:
         metadata = self._source_admin.list_topics(timeout=15).topics
         wanted = {
             (topic, p)
-            for topic in self._source_topics if topic in metadata
+            for topic in self._source_topics if topic in metadata and topic not in self._control.switched_topics
             for p in metadata[topic].partitions
         }
         new = sorted(wanted - set(self.states))
@@ -187,6 +188,7 @@ class Replicator:
         target_ends = list_offsets(
             self._target_admin, [TopicPartition(self._target_topic[t], p) for t, p in new], OffsetSpec.latest()
         )
+        self._producer_knows(new)
         fresh: dict[str, list[int]] = {}
         for topic, partition in new:
             if (topic, partition) not in stored:
@@ -223,6 +225,22 @@ class Replicator:
             self._consumer.incremental_assign(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         self._write_progress(force=True)
+
+    def _producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
+        """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
+        cache does not hold fails at once, and the cache of a topic that just grew may be minutes old)."""
+        deadline = time.monotonic() + timeout_s
+        for topic in sorted({topic for topic, _ in partitions}):
+            target = self._target_topic[topic]
+            needed = 1 + max(p for t, p in partitions if t == topic)
+            while True:
+                metadata = self._producer.list_topics(target, timeout=timeout_s).topics.get(target)  # type: ignore[union-attr]
+                if metadata is not None and len(metadata.partitions) >= needed:
+                    break
+                if time.monotonic() > deadline:
+                    raise EngineError(f"the target does not show {needed} partitions of {target} after "
+                                      f"{timeout_s:.0f} s")
+                time.sleep(0.2)
 
     @staticmethod
     def _gap(state: PartitionState, progress: PartitionProgress | None, earliest: int, latest: int) -> str:
@@ -386,6 +404,8 @@ class Replicator:
     def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
         """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
         self._connect()
+        self._control = ControlChannel(self.plan, self.target_config)
+        self._control.load()
         stored = load_progress(self.target_config, self.topics.progress)
         self._stored = stored
         if self.prepare_target:
@@ -397,7 +417,8 @@ class Replicator:
 
         engine = self.plan.engine
         started = time.monotonic()
-        timers = {"progress": started, "sync": started, "heartbeat": 0.0, "refresh": started, "log": started}
+        timers = {"progress": started, "sync": started, "heartbeat": 0.0, "refresh": started, "log": started,
+                  "control": started}
         consumer, producer = self._consumer, self._producer
         assert consumer is not None and producer is not None
         try:
@@ -415,9 +436,12 @@ class Replicator:
                     timers["progress"] = now
                     if self.on_progress:
                         self.on_progress(self)
-                if now - timers["log"] >= 30:
+                if now - timers["log"] >= engine.log_interval_s:
                     self._log_progress(now - started)
                     timers["log"] = now
+                if now - timers["control"] >= 1.0:
+                    self._stop_switched_topics(self._control.poll())
+                    timers["control"] = now
                 if now - timers["refresh"] >= engine.refresh_interval_s:
                     self._refresh(stored)
                     timers["refresh"] = now
@@ -427,9 +451,22 @@ class Replicator:
                     break
         finally:
             self._shutdown()
+            self._control.close()
         if self.fatal:
             raise EngineError(self.fatal)
         return self.summary(time.monotonic() - started)
+
+    def _stop_switched_topics(self, topics: set[str]) -> None:
+        """Producers of these topics moved to the target: store the final progress and copy them no more."""
+        if not topics:
+            return
+        keys = [key for key in self.states if key[0] in topics]
+        self._write_progress(force=True)
+        if keys:
+            self._consumer.incremental_unassign([TopicPartition(*key) for key in keys])  # type: ignore[union-attr]
+        for key in keys:
+            del self.states[key]
+        log.info("stopped copying %s: producers switched to the target", ", ".join(sorted(topics)))
 
     def _refresh(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
         """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
@@ -437,7 +474,7 @@ class Replicator:
             self._prepare(initial=False)
             self._assign_new_partitions(stored, discovered=True)
         except Exception as error:  # a failed refresh must not stop copying what is assigned
-            log.error("refresh failed (copying goes on, retried next interval): %s", error)
+            log.error("refresh failed (copying goes on, retried next interval): %s", error, exc_info=True)
 
     def caught_up(self) -> bool:
         """Every partition copied and acknowledged up to the source's end as last seen."""
@@ -456,12 +493,22 @@ class Replicator:
         return lags
 
     def _log_progress(self, elapsed: float) -> None:
+        """One summary line, then one line per partition that is behind, failed or moved since the last log."""
         copied = sum(s.records_copied for s in self.states.values())
         lag = self.lag()
-        behind = {f"{t}[{p}]": n for (t, p), n in lag.items() if n > 0}
+        behind = sum(1 for n in lag.values() if n > 0)
         log.info("copied %d records in %.0f s (%.0f rec/s); lag %d records%s", copied, elapsed,
                  copied / max(elapsed, 1e-9), sum(lag.values()),
-                 f" in {len(behind)} partition(s)" if behind else "")
+                 f" in {behind} partition(s)" if behind else "")
+        for key, state in sorted(self.states.items()):
+            position = state.copied_position()
+            if not (lag[key] or state.failed or position != state.logged_position):
+                continue
+            state.logged_position = position
+            latency = f"{state.latency_ms} ms" if state.latency_ms >= 0 else "-"
+            log.info("  %s[%d] -> %s: position %d, lag %d, latency %s, copied %d%s", state.topic, state.partition,
+                     state.target_topic, position, lag[key], latency, state.records_copied,
+                     f", STOPPED: {state.failed}" if state.failed else "")
 
     def _shutdown(self) -> None:
         """Wait for every in-flight record and sync, store the final progress, close the clients."""

@@ -124,7 +124,11 @@ class PartitionOffsetMap:
         O(log n): one bisection over the upstream offsets.
         """
         copied, target = self._copied_position, self._target_position
-        if copied is None or target is None or not self._upstream:
+        if copied is None or target is None:
+            return None
+        if source_offset == copied and not self._upstream:
+            return target  # nothing copied yet (an empty partition, a flow started at latest): the next lands at T
+        if not self._upstream:
             return None
         start = self.start_offset
         if start is None or source_offset < start or source_offset > copied:
@@ -137,6 +141,27 @@ class PartitionOffsetMap:
         if source_offset == copied:
             return max(result, target)
         return result
+
+
+    def reverse(self, target_offset: int) -> int | None:
+        """Source offset from which a consumer reads exactly the source records whose copies are at or after
+        `target_offset` (the way back: a group moved to the target and rolled back to the source).
+
+        The mirror image of `translate`: s = the latest sync with s.down <= t; cap = the upstream offset of
+        the next sync, else P; result = min(s.up + (t - s.down), cap). T itself maps to P. None when t is
+        past T (records the target got from elsewhere, e.g. producers already switched) or before the
+        first sync (the target held records before the flow copied any).
+        """
+        copied, target = self._copied_position, self._target_position
+        if copied is None or target is None:
+            return None
+        if target_offset >= target:
+            return copied if target_offset == target else None
+        i = bisect_right(self._downstream, target_offset) - 1
+        if i < 0:
+            return None
+        cap = self._upstream[i + 1] if i + 1 < len(self._upstream) else copied
+        return min(self._upstream[i] + (target_offset - self._downstream[i]), cap)
 
 
 class OffsetMap:
@@ -163,6 +188,14 @@ class OffsetMap:
         """Target offset for source `offset` of `topic`-`partition`; None if unknown (see PartitionOffsetMap)."""
         partition_map = self._partitions.get((topic, partition))
         return None if partition_map is None else partition_map.translate(offset)
+
+    def reverse(self, topic: str, partition: int, target_offset: int) -> int | None:
+        """Source offset for target `target_offset` of the copy of `topic`-`partition`; None if unknown."""
+        partition_map = self._partitions.get((topic, partition))
+        return None if partition_map is None else partition_map.reverse(target_offset)
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return sorted(self._partitions)
 
     def partition(self, topic: str, partition: int) -> PartitionOffsetMap | None:
         """The map of `topic`-`partition`, or None if nothing was recorded for it."""

@@ -18,3 +18,12 @@ def test_engine_benchmark_runs_at_a_tiny_size():
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line for line in result.stdout.splitlines() if "engine copy" in line or "raw produce" in line]
     assert len(rows) == 4
+
+
+def test_switch_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "switch.py"), "--groups", "1", "--records", "800",
+                             "--rate", "200"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("on-demand", "checkpoints"))]
+    assert len(rows) == 2
+    assert all(row[-2:] == ["0", "0"] for row in rows), f"records re-read or skipped after a switch: {rows}"

@@ -181,11 +181,14 @@ def test_offset_below_explicit_start_is_not_translatable() -> None:
     assert partition_map.translate(505) == 5
 
 
-def test_no_syncs_is_not_translatable() -> None:
+def test_no_syncs_translates_only_the_copied_position() -> None:
+    # Nothing copied yet (a flow started at latest, or an empty partition): the next record lands at T.
     partition_map = PartitionOffsetMap()
-    partition_map.set_positions(10, 10)
+    partition_map.set_positions(10, 7)
     assert partition_map.translate(0) is None
-    assert partition_map.translate(10) is None
+    assert partition_map.translate(9) is None
+    assert partition_map.translate(10) == 7
+    assert partition_map.translate(11) is None
 
 
 def test_unknown_positions_are_not_translatable() -> None:
@@ -249,3 +252,35 @@ def test_offset_map_unknown_partition_is_not_translatable() -> None:
 def test_offset_map_error_names_topic_and_partition() -> None:
     with pytest.raises(ValueError, match="orders-3"):
         OffsetMap().add(OffsetSync("orders", 3, -1, 0))
+
+
+# The way back (rollback of a switched group)
+
+
+@pytest.mark.parametrize("target_gaps", [False, True])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reverse_translation_reads_exactly_the_source_records_of_the_copies_at_or_after(seed: int,
+                                                                                       target_gaps: bool) -> None:
+    copy = simulate_copy(seed, target_gaps)
+    partition_map = copy.build_map()
+    for t in range(copy.downstream[0], copy.target_position + 1):
+        g = partition_map.reverse(t)
+        assert g is not None and g <= copy.copied_position, t
+        assert bisect_left(copy.upstream, g) == bisect_left(copy.downstream, t), (t, g)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reverse_of_a_translation_resumes_at_the_same_record(seed: int) -> None:
+    copy = simulate_copy(seed, target_gaps=False)
+    partition_map = copy.build_map()
+    for g in copy.offsets():
+        back = partition_map.reverse(partition_map.translate(g))  # type: ignore[arg-type]
+        assert back is not None and bisect_left(copy.upstream, back) == bisect_left(copy.upstream, g), g
+
+
+def test_reverse_past_the_copy_or_before_it_is_unknown() -> None:
+    partition_map = mapped((100, 10), copied=150, target=60)
+    assert partition_map.reverse(60) == 150
+    assert partition_map.reverse(61) is None, "records the target got from elsewhere are not on the source"
+    assert partition_map.reverse(9) is None
+    assert partition_map.reverse(10) == 100

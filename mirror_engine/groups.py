@@ -1,0 +1,90 @@
+"""Consumer groups on one cluster: who is in them, what they committed, committing for them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+TopicPartitionKey = tuple[str, int]
+T = TypeVar("T")
+
+
+class GroupError(RuntimeError):
+    """A group operation failed; the message names the group and the cluster."""
+
+
+@dataclass(frozen=True)
+class GroupState:
+    group: str
+    state: str  # EMPTY, STABLE, DEAD (never existed or expired), ...
+    members: int
+
+    @property
+    def active(self) -> bool:
+        return self.members > 0
+
+
+def list_groups(admin: AdminClient, timeout_s: float = 15.0) -> list[str]:
+    result = admin.list_consumer_groups(request_timeout=timeout_s).result()
+    return sorted(listing.group_id for listing in result.valid)
+
+
+_COORDINATOR_MOVING = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+})
+
+
+def _retrying(call: Callable[[], T], timeout_s: float) -> T:
+    """Retry the brief errors of a group coordinator that is loading or moving (a fresh cluster's first minute)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as error:
+            if error.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def describe_group(admin: AdminClient, group: str, timeout_s: float = 15.0) -> GroupState:
+    description = _retrying(
+        lambda: admin.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(), timeout_s)
+    state = getattr(description.state, "name", str(description.state))
+    return GroupState(group, state, len(description.members))
+
+
+def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -> dict[TopicPartitionKey, int]:
+    """The group's committed offsets, every partition it committed for (none for an unknown group)."""
+    request = [ConsumerGroupTopicPartitions(group)]
+    try:
+        result = _retrying(
+            lambda: admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group].result(), timeout_s)
+    except KafkaException as error:
+        raise GroupError(f"reading the offsets of group {group!r} failed: {error.args[0].str()}") from None
+    offsets = {}
+    for tp in result.topic_partitions or []:
+        if tp.error is not None:
+            raise GroupError(f"reading the offset of group {group!r} on {tp.topic}[{tp.partition}] failed: "
+                             f"{tp.error.str()}")
+        if tp.offset >= 0:
+            offsets[(tp.topic, tp.partition)] = tp.offset
+    return offsets
+
+
+def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, int],
+                   timeout_s: float = 30.0) -> None:
+    """Commit offsets for a group that has no members (the broker refuses it for an active group)."""
+    if not offsets:
+        return
+    partitions = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())]
+    try:
+        _retrying(lambda: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
+                                                             request_timeout=timeout_s)[group].result(), timeout_s)
+    except KafkaException as error:
+        raise GroupError(f"committing offsets for group {group!r} failed: {error.args[0].str()} (a group with "
+                         "active members cannot be given offsets)") from None

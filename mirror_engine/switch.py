@@ -1,0 +1,337 @@
+"""Cutover: switch a consumer group, or a topic's producers, from the source cluster to the target.
+
+A group switch commits, on the target, the exact translation of the group's final source offsets and
+then proves it: for each partition the record just before and the record at the committed position are
+fetched from both clusters and their fingerprints (key, value, headers, timestamp) compared. A rollback
+moves the group back the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from mirror_engine.acls import create_acls, delete_acls, group_fence, topic_write_fence
+from mirror_engine.clusters import admin_client
+from mirror_engine.flow_mapping import FlowMapping
+from mirror_engine.groups import commit_offsets, committed_offsets, describe_group
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.topics import list_offsets
+
+log = logging.getLogger(__name__)
+
+
+class SwitchError(RuntimeError):
+    """The switch did not happen (or stopped before committing anything); the message says why."""
+
+
+# ------------------------------------------------------------------ record fingerprints
+def fingerprint(message: Message | None) -> str:
+    """Short hash of a record's key, value, headers and timestamp ("-" for no record)."""
+    if message is None:
+        return "-"
+    digest = hashlib.sha256()
+    for part in (message.key(), message.value()):
+        digest.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
+    for name, value in message.headers() or []:
+        digest.update(name.encode() + b"\x00" + (b"\x00" if value is None else b"\x01" + value))
+    digest.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
+    return digest.hexdigest()[:16]
+
+
+def records_around(config: dict[str, str], topic: str, partition: int,
+                   offset: int) -> tuple[Message | None, Message | None]:
+    """The last committed record before `offset` and the first at or after it (None where there is none)."""
+    consumer = Consumer({**config, "group.id": "mirror-engine-proof", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+        window = 64
+        while True:
+            start = max(low, offset - window)
+            before: Message | None = None
+            at: Message | None = None
+            consumer.assign([TopicPartition(topic, partition, start)])
+            done = start >= high
+            while not done:
+                for message in consumer.consume(500, timeout=1.0):
+                    if message.error() is not None:
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            done = True
+                        continue
+                    if message.offset() < offset:
+                        before = message
+                    else:
+                        at, done = message, True
+                        break
+            if before is not None or start <= low:
+                return before, at
+            window *= 16  # compaction or aborted transactions left no record in the window: look further back
+    finally:
+        consumer.close()
+
+
+# ------------------------------------------------------------------ group switch
+@dataclass
+class PartitionSwitch:
+    topic: str  # source topic
+    partition: int
+    source_offset: int
+    target_topic: str
+    target_offset: int
+    lag_at_switch: int  # records on the source after the group's position when it stopped
+    before: str  # fingerprints, source / target
+    at: str
+    proof: str  # "ok", or what did not match
+
+
+@dataclass
+class GroupSwitchReport:
+    group: str
+    direction: str  # "source->target" or "target->source" (rollback)
+    fenced: bool
+    wait_empty_s: float
+    wait_copied_s: float
+    committed_s: float  # from the group being empty on the old side to its offsets committed on the new side
+    switch_s: float  # ... and verified
+    partitions: list[PartitionSwitch] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.proof == "ok" for p in self.partitions)
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "ok": self.ok}, indent=2)
+
+    def render(self) -> str:
+        head = (f"group {self.group} switched {self.direction}{' (source fenced)' if self.fenced else ''}: "
+                f"{'verified' if self.ok else 'NOT VERIFIED'}; waited {self.wait_empty_s:.1f} s for the group to "
+                f"stop, {self.wait_copied_s:.1f} s for the copy; offsets committed after {self.committed_s:.2f} s, "
+                f"verified after {self.switch_s:.2f} s")
+        rows = [("topic", "partition", "from offset", "to topic", "to offset", "lag", "before", "at", "proof")]
+        rows += [(p.topic, str(p.partition), str(p.source_offset), p.target_topic, str(p.target_offset),
+                  str(p.lag_at_switch), p.before, p.at, p.proof) for p in self.partitions]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+        return "\n".join([head, *lines])
+
+
+def _wait_group_empty(admin: AdminClient, group: str, cluster: str, timeout_s: float) -> float:
+    started = time.monotonic()
+    while (state := describe_group(admin, group)).active:
+        if time.monotonic() - started > timeout_s:
+            raise SwitchError(f"group {group!r} still has {state.members} member(s) on the {cluster} after "
+                              f"{timeout_s:.0f} s: stop its consumers (or use --fence)")
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+class GroupSwitcher:
+    """Switches the plan's consumer groups between the clusters."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        self.plan = plan
+        self.source_config, self.target_config = source_config, target_config
+        self.source_admin, self.target_admin = admin_client(source_config), admin_client(target_config)
+        self.policy = plan.policy()
+
+    def fence(self, group: str) -> None:
+        """Deny every principal READ on the group on the source: its consumers cannot join or commit there."""
+        create_acls(self.source_admin, [group_fence(group)])
+
+    def unfence(self, group: str) -> None:
+        delete_acls(self.source_admin, [group_fence(group)])
+
+    def switch(self, group: str, *, fence: bool = False, timeout_s: float | None = None) -> GroupSwitchReport:
+        """Move `group` to the target at exactly the records it would have read next on the source."""
+        timeout = timeout_s or self.plan.cutover.wait_timeout_s
+        if describe_group(self.target_admin, group).active:
+            raise SwitchError(f"group {group!r} already has active members on the target: nothing was changed")
+        if fence:
+            self.fence(group)
+        wait_empty = _wait_group_empty(self.source_admin, group, "source", timeout)
+        switch_started = time.monotonic()
+        final = committed_offsets(self.source_admin, group)
+        if not final:
+            raise SwitchError(f"group {group!r} has no committed offsets on the source: nothing to switch")
+        unreplicated = sorted({t for t, _ in final if not self.plan.replicates_topic(t)})
+        if unreplicated:
+            raise SwitchError(f"group {group!r} reads topics this plan does not copy ({', '.join(unreplicated)}): "
+                              "nothing was changed")
+        with FlowMapping(self.plan, self.target_config) as mapping:
+            translated, wait_copied = self._wait_until_copied(mapping, group, final, timeout)
+        target_offsets = {(self.policy.format_remote_topic(self.plan.source.alias, t), p): offset
+                          for (t, p), offset in translated.items()}
+        commit_offsets(self.target_admin, group, target_offsets)
+        readback = committed_offsets(self.target_admin, group)
+        wrong = {k: (v, readback.get(k)) for k, v in target_offsets.items() if readback.get(k) != v}
+        if wrong:
+            raise SwitchError(f"group {group!r}: the target reports other offsets than those committed: {wrong}")
+        committed_s = time.monotonic() - switch_started
+        ends = list_offsets(self.source_admin, [TopicPartition(t, p) for t, p in final], OffsetSpec.latest())
+        partitions = self._prove_all([
+            (t, p, final[(t, p)], target_topic, target_offsets[(target_topic, p)], ends[(t, p)] - final[(t, p)])
+            for (t, p) in sorted(final)
+            for target_topic in [self.policy.format_remote_topic(self.plan.source.alias, t)]
+        ])
+        report = GroupSwitchReport(group, f"{self.plan.source.alias}->{self.plan.target.alias}", fence, wait_empty,
+                                   wait_copied, committed_s, time.monotonic() - switch_started, partitions)
+        log.info("%s", report.render())
+        return report
+
+    def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
+        """Move `group` back to the source at the records it would have read next on the target, and unfence it."""
+        timeout = timeout_s or self.plan.cutover.wait_timeout_s
+        wait_empty = _wait_group_empty(self.target_admin, group, "target", timeout)
+        started = time.monotonic()
+        on_target = committed_offsets(self.target_admin, group)
+        back: dict[tuple[str, int], int] = {}
+        with FlowMapping(self.plan, self.target_config) as mapping:
+            mapping.refresh()
+            # The flow's own source topics, by their names on the target.
+            source_of = {self.policy.format_remote_topic(self.plan.source.alias, t): t for t, _ in mapping.progress}
+            for (target_topic, partition), offset in sorted(on_target.items()):
+                source_topic = source_of.get(target_topic)
+                source_offset = None if source_topic is None else mapping.reverse(source_topic, partition, offset)
+                if source_topic is None or source_offset is None:
+                    raise SwitchError(f"group {group!r}: target offset {offset} of {target_topic}[{partition}] has no "
+                                      "source counterpart (a topic this flow does not copy, or records written to "
+                                      "the target after the switch): nothing was changed")
+                back[(source_topic, partition)] = source_offset
+        self.unfence(group)
+        commit_offsets(self.source_admin, group, back)
+        committed_s = time.monotonic() - started
+        ends = list_offsets(self.source_admin, [TopicPartition(t, p) for t, p in back], OffsetSpec.latest())
+        partitions = self._prove_all([
+            (t, p, back[(t, p)], target_topic, on_target[(target_topic, p)], ends[(t, p)] - back[(t, p)])
+            for (t, p) in sorted(back)
+            for target_topic in [self.policy.format_remote_topic(self.plan.source.alias, t)]
+        ])
+        report = GroupSwitchReport(group, f"{self.plan.target.alias}->{self.plan.source.alias}", False, wait_empty,
+                                   0.0, committed_s, time.monotonic() - started, partitions)
+        log.info("%s", report.render())
+        return report
+
+    def _wait_until_copied(self, mapping: FlowMapping, group: str, final: dict[tuple[str, int], int],
+                           timeout_s: float) -> tuple[dict[tuple[str, int], int], float]:
+        """Refresh the mapping until every final offset translates (the engine copied past it)."""
+        started = time.monotonic()
+        while True:
+            mapping.refresh()
+            translated = {key: mapping.translate(*key, offset) for key, offset in final.items()}
+            missing = {key: final[key] for key, value in translated.items() if value is None}
+            if not missing:
+                return {k: v for k, v in translated.items() if v is not None}, time.monotonic() - started
+            if time.monotonic() - started > timeout_s:
+                behind = ", ".join(f"{t}[{p}] at {o} (copied to {mapping.copied_position(t, p)})"
+                                   for (t, p), o in sorted(missing.items()))
+                raise SwitchError(f"group {group!r}: the engine has not copied past the group's offsets after "
+                                  f"{timeout_s:.0f} s: {behind}; nothing was committed on the target")
+            time.sleep(0.2)
+
+    def _prove_all(self, rows: list[tuple[str, int, int, str, int, int]]) -> list[PartitionSwitch]:
+        """Prove every partition, several at a time: each proof is a few reads on both clusters."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(lambda row: self._prove(*row, self.source_config, self.target_config), rows))
+
+    @staticmethod
+    def _prove(topic: str, partition: int, source_offset: int, target_topic: str, target_offset: int, lag: int,
+               source_config: dict[str, str], target_config: dict[str, str]) -> PartitionSwitch:
+        source_before, source_at = records_around(source_config, topic, partition, source_offset)
+        target_before, target_at = records_around(target_config, target_topic, partition, target_offset)
+        before = (fingerprint(source_before), fingerprint(target_before))
+        at = (fingerprint(source_at), fingerprint(target_at))
+        problems = []
+        if before[0] != before[1]:
+            problems.append("the records before differ")
+        # A record at the source position that is not on the target yet (still being copied) proves nothing
+        # wrong; a different record there does.
+        if target_at is not None and at[0] != at[1]:
+            problems.append("the records at the position differ")
+        return PartitionSwitch(topic, partition, source_offset, target_topic, target_offset, lag,
+                               f"{before[0]}/{before[1]}", f"{at[0]}/{at[1]}", "; ".join(problems) or "ok")
+
+
+# ------------------------------------------------------------------ producer switch
+@dataclass
+class ProducerSwitchReport:
+    topic: str
+    target_topic: str
+    fenced: bool
+    wait_idle_s: float
+    wait_drain_s: float
+    end_offsets: dict[int, int]  # source end offset per partition at the switch
+    copied: dict[int, int]  # the engine's copied position per partition, equal to the end offsets
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    def render(self) -> str:
+        rows = "\n".join(f"  {self.topic}[{p}]: source end {end}, copied {self.copied.get(p)}"
+                         for p, end in sorted(self.end_offsets.items()))
+        return (f"producers of {self.topic} can switch to {self.target_topic} on the target"
+                f"{' (writes on the source are fenced)' if self.fenced else ''}: the source was idle after "
+                f"{self.wait_idle_s:.1f} s and fully copied {self.wait_drain_s:.1f} s later; the engine no longer "
+                f"copies it\n{rows}")
+
+
+def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], topic: str,
+                     *, fence: bool = False, idle_s: float | None = None,
+                     timeout_s: float | None = None) -> ProducerSwitchReport:
+    """Wait until nothing more is written to `topic` on the source (or fence writes), let the engine copy
+    everything, then tell it to stop copying the topic so that producers may write to the target."""
+    from mirror_engine.control import ControlChannel
+
+    if not plan.replicates_topic(topic):
+        raise SwitchError(f"topic {topic!r} is not copied by plan '{plan.name}': nothing was changed")
+    timeout = timeout_s or plan.cutover.wait_timeout_s
+    idle = plan.cutover.producer_idle_s if idle_s is None else idle_s
+    source_admin = admin_client(source_config)
+    metadata = source_admin.list_topics(topic, timeout=15).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        raise SwitchError(f"topic {topic!r} does not exist on the source")
+    partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
+    if fence:
+        create_acls(source_admin, [topic_write_fence(topic)])
+    started = time.monotonic()
+    ends = list_offsets(source_admin, partitions, OffsetSpec.latest())
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < idle:
+        time.sleep(min(0.5, idle))
+        now = list_offsets(source_admin, partitions, OffsetSpec.latest())
+        if now != ends:
+            ends, quiet_since = now, time.monotonic()
+        if time.monotonic() - started > timeout:
+            raise SwitchError(f"producers kept writing to {topic} on the source for {timeout:.0f} s: stop them "
+                              "(or use --fence)")
+    wait_idle = time.monotonic() - started
+    drained = time.monotonic()
+    with FlowMapping(plan, target_config) as mapping:
+        while True:
+            mapping.refresh()
+            copied = {p.partition: mapping.copied_position(topic, p.partition) for p in partitions}
+            if all((copied[p] or -1) >= ends[(topic, p)] for p in copied):
+                break
+            if time.monotonic() - drained > timeout:
+                raise SwitchError(f"the engine did not copy {topic} to its end within {timeout:.0f} s: "
+                                  f"copied {copied}, source ends {ends}")
+            time.sleep(0.2)
+    ControlChannel(plan, target_config).switch_topic(topic)
+    report = ProducerSwitchReport(topic, plan.policy().format_remote_topic(plan.source.alias, topic), fence, wait_idle,
+                                  time.monotonic() - drained, {p: ends[(topic, p)] for p in copied},
+                                  {p: int(c or 0) for p, c in copied.items()})
+    log.info("%s", report.render())
+    return report
+
+
+def unfence_producers(source_config: dict[str, str], topic: str) -> None:
+    delete_acls(admin_client(source_config), [topic_write_fence(topic)])
+
