@@ -298,3 +298,52 @@ def test_fenced_group_cannot_consume_until_rollback(secured_pair, unique_name):
     time.sleep(2)  # the fence's removal reaches the authorizer asynchronously
     rest = _consume(alice, group, [topic], lambda _read, eof: (topic, 0) in eof)
     assert first[(topic, 0)] + rest[(topic, 0)] == [r.content() for r in read_partition(source, topic, 0)]
+
+
+def test_cli_switches_a_group_and_prints_the_report(kafka_pair, unique_name, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.integration.plans import plan_dict
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-cli"
+    group = f"{unique_name}-app"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, b"k", f"v{i}".encode(), None, NOW + i) for i in range(100)])
+    consumer = Consumer({**source.client_config(), "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    read = 0
+    while read < 10:
+        message = consumer.poll(1.0)
+        read += message is not None and message.error() is None
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(plan_dict(source, target, topic, groups={"include": [f"{unique_name}.*"]})))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mirror_engine.cli", *args, "--plan", str(plan_file)],
+                              capture_output=True, text=True, timeout=300)
+
+    assert cli("run", "--until-caught-up", "--max-seconds", "120").returncode == 0
+    checkpointed = cli("checkpoint", "--once")
+    assert checkpointed.returncode == 0, checkpointed.stderr[-2000:]
+    line = next(json.loads(raw) for raw in checkpointed.stdout.splitlines() if group in raw)
+    on_source = committed_offsets(AdminClient(source.client_config()), group)
+    assert line["checkpoints"] == len(on_source) and len(line["committed"]) == len(on_source), line
+
+    report_file = tmp_path / "switch.json"
+    switched = cli("switch-group", "--group", group, "--report", str(report_file))
+    assert switched.returncode == 0, switched.stderr[-2000:]
+    assert f"group {group} switched src->tgt: verified" in switched.stdout
+    report = json.loads(report_file.read_text())
+    assert report["ok"] and {(row["topic"], row["partition"]) for row in report["partitions"]} == set(on_source)
+    assert committed_offsets(AdminClient(target.client_config()), group) == on_source
+
+    unknown = cli("switch-producers", "--topic", "not-in-the-plan")
+    assert unknown.returncode == 1 and "not copied by plan" in unknown.stderr
