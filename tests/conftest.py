@@ -59,3 +59,13 @@ def unique_name(request: pytest.FixtureRequest) -> str:
     import uuid
 
     return f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession with the Kafka connector for the whole run (starting one takes seconds)."""
+    from spark_jobs.session import build_session
+
+    session = build_session("tests")
+    yield session
+    session.stop()

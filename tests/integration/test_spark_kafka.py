@@ -19,15 +19,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 BASE_TS = int(time.time() * 1000) - 86_400_000
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from spark_jobs.session import build_session
-
-    session = build_session("tests")
-    yield session
-    session.stop()
-
-
 def _create_topic(cluster, name: str, partitions: int) -> None:
     admin = AdminClient(cluster.client_config())
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result()
