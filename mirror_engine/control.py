@@ -1,14 +1,19 @@
 """The control topic of a flow on the target: instructions to the engines that run it, wherever they run.
 
-A compacted topic of JSON records keyed by what they control. For now one kind: `topic:<source topic>`
-with state "switched", written when a topic's producers moved to the target, after which no engine of
-the flow copies that topic again (its target copy has new writers).
+A compacted topic of JSON records keyed by what they control:
+- `topic:<source topic>` with state "switched": the topic's producers moved to the target; no engine of
+  the flow copies it again (its target copy has new writers);
+- `backfill:<source topic>` with state "pending" and, per partition, the snapshot offset B and the
+  target's end when the flow first met the topic: the engine holds those partitions while the Spark
+  backfill copies [earliest, B); state "done" once the backfill stored the partitions' progress at B,
+  after which the engine copies them from B.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
 
@@ -16,6 +21,21 @@ from mirror_engine.clusters import admin_client
 from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.progress import read_topic_to_end
+
+
+@dataclass(frozen=True)
+class BackfillSnapshot:
+    """Where the backfill of a topic stops on the source (B) and starts on the target, per partition."""
+
+    topic: str
+    state: str  # "pending" or "done"
+    partitions: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (B, target start)
+
+
+@dataclass
+class ControlChanges:
+    switched: set[str] = field(default_factory=set)
+    backfilled: set[str] = field(default_factory=set)
 
 
 class ControlChannel:
@@ -26,49 +46,72 @@ class ControlChannel:
         self._consumer: Consumer | None = None
         self._next_offset = OFFSET_BEGINNING
         self.switched_topics: set[str] = set()
+        self.backfills: dict[str, BackfillSnapshot] = {}
+
+    # ------------------------------------------------------------------ writing
+    def _write(self, key: str, value: dict) -> None:
+        ensure_internal_topics(admin_client(self.target_config), self.topics)
+        producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all"})
+        producer.produce(self.topic, json.dumps({**value, "at_ms": int(time.time() * 1000)}).encode(),
+                         key.encode(), 0)
+        if producer.flush(30):
+            raise RuntimeError(f"the target did not acknowledge the control record {key} on {self.topic}")
 
     def switch_topic(self, topic: str) -> None:
         """Tell the flow's engines to stop copying `topic` for good."""
-        ensure_internal_topics(admin_client(self.target_config), self.topics)
-        producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all"})
-        value = json.dumps({"state": "switched", "at_ms": int(time.time() * 1000)}).encode()
-        producer.produce(self.topic, value, f"topic:{topic}".encode(), 0)
-        if producer.flush(30):
-            raise RuntimeError(f"the target did not acknowledge the control record for {topic} on {self.topic}")
+        self._write(f"topic:{topic}", {"state": "switched"})
 
-    def load(self) -> set[str]:
-        """Read the whole control topic (at start): the topics switched so far."""
+    def hold_for_backfill(self, topic: str, partitions: dict[int, tuple[int, int]]) -> None:
+        """Record the snapshot of a topic whose history the Spark backfill copies."""
+        self._write(f"backfill:{topic}", {"state": "pending",
+                                          "partitions": {str(p): list(r) for p, r in partitions.items()}})
+        self.backfills[topic] = BackfillSnapshot(topic, "pending", dict(partitions))
+
+    def backfill_done(self, snapshot: BackfillSnapshot) -> None:
+        self._write(f"backfill:{snapshot.topic}", {
+            "state": "done", "partitions": {str(p): list(r) for p, r in snapshot.partitions.items()}})
+
+    # ------------------------------------------------------------------ reading
+    def load(self) -> None:
+        """Read the whole control topic (at start)."""
+        if self.topic not in admin_client(self.target_config).list_topics(timeout=15).topics:
+            return  # the flow never ran: nothing controlled yet
         records = read_topic_to_end(self.target_config, self.topic)
         for message in records:
-            self._apply(message)
+            self._apply(message, ControlChanges())
         if records:
             self._next_offset = records[-1].offset() + 1
-        return set(self.switched_topics)
 
-    def poll(self) -> set[str]:
-        """Read control records written since the last call, without waiting; return the topics newly switched."""
+    def poll(self) -> ControlChanges:
+        """Read control records written since the last call, without waiting."""
         if self._consumer is None:
             self._consumer = Consumer({**self.target_config, "group.id": "mirror-engine-control",
                                        "enable.auto.commit": False, "enable.partition.eof": False})
             self._consumer.assign([TopicPartition(self.topic, 0, self._next_offset)])
-        new: set[str] = set()
+        changes = ControlChanges()
         for message in self._consumer.consume(1000, timeout=0):
             error = message.error()
             if error is not None:
                 raise RuntimeError(f"reading {self.topic}: {error.str()}")
-            new |= self._apply(message)
-        return new
+            self._apply(message, changes)
+        return changes
 
-    def _apply(self, message: Message) -> set[str]:
+    def _apply(self, message: Message, changes: ControlChanges) -> None:
         key = (message.key() or b"").decode()
-        value = message.value()
-        if not key.startswith("topic:") or value is None or json.loads(value).get("state") != "switched":
-            return set()
-        topic = key.removeprefix("topic:")
-        if topic in self.switched_topics:
-            return set()
-        self.switched_topics.add(topic)
-        return {topic}
+        raw = message.value()
+        if raw is None:
+            return
+        value = json.loads(raw)
+        kind, _, name = key.partition(":")
+        if kind == "topic" and value.get("state") == "switched" and name not in self.switched_topics:
+            self.switched_topics.add(name)
+            changes.switched.add(name)
+        elif kind == "backfill":
+            partitions = {int(p): (int(r[0]), int(r[1])) for p, r in value.get("partitions", {}).items()}
+            previous = self.backfills.get(name)
+            self.backfills[name] = BackfillSnapshot(name, value.get("state", "pending"), partitions)
+            if value.get("state") == "done" and (previous is None or previous.state != "done"):
+                changes.backfilled.add(name)
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -178,6 +178,8 @@ class Replicator:
             for p in metadata[topic].partitions
         }
         new = sorted(wanted - set(self.states))
+        held = self._hold_for_backfill(new, stored)
+        new = [key for key in new if key not in held]
         if not new:
             return
         topics = sorted({topic for topic, _ in new})
@@ -225,6 +227,48 @@ class Replicator:
             self._consumer.incremental_assign(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         self._write_progress(force=True)
+
+    def _hold_for_backfill(self, new: list[TopicPartitionKey],
+                           stored: dict[TopicPartitionKey, PartitionProgress]) -> set[TopicPartitionKey]:
+        """New partitions of the plan's backfill topics wait while Spark copies their history.
+
+        The first time the flow meets such a topic it records, in the control topic, each partition's
+        source end B and target end; the backfill copies [earliest, B), stores the partitions' progress
+        at B and marks the topic done, after which they are copied from B like any other partition.
+        """
+        fresh: dict[str, list[int]] = {}
+        for topic, partition in new:
+            snapshot = self._control.backfills.get(topic)
+            if (topic, partition) not in stored and self.plan.backfills_topic(topic) and \
+                    (snapshot is None or snapshot.state != "done"):
+                fresh.setdefault(topic, []).append(partition)
+        held: set[TopicPartitionKey] = set()
+        for topic, partitions in fresh.items():
+            snapshot = self._control.backfills.get(topic)
+            missing = [p for p in partitions if snapshot is None or p not in snapshot.partitions]
+            if missing:
+                self._describe_targets([topic])
+                target = self._target_topic[topic]
+                ends = list_offsets(self._source_admin, [TopicPartition(topic, p) for p in missing],
+                                    OffsetSpec.latest())
+                target_ends = list_offsets(self._target_admin, [TopicPartition(target, p) for p in missing],
+                                           OffsetSpec.latest())
+                recorded = dict(snapshot.partitions) if snapshot else {}
+                recorded.update({p: (ends[(topic, p)], target_ends[(target, p)]) for p in missing})
+                self._control.hold_for_backfill(topic, recorded)
+                log.info("holding %d partition(s) of %s for the Spark backfill of its history up to %s", len(missing),
+                         topic, {p: recorded[p][0] for p in sorted(missing)})
+            held.update((topic, p) for p in partitions)
+        return held
+
+    def _resume_backfilled(self, topics: set[str]) -> None:
+        """The backfill of these topics stored their progress: copy them on from there."""
+        if not topics:
+            return
+        progress = load_progress(self.target_config, self.topics.progress)
+        self._stored.update({key: value for key, value in progress.items() if key[0] in topics})
+        log.info("backfill done for %s: copying on from the backfill's end", ", ".join(sorted(topics)))
+        self._assign_new_partitions(self._stored, discovered=False)
 
     def _producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
         """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
@@ -440,7 +484,9 @@ class Replicator:
                     self._log_progress(now - started)
                     timers["log"] = now
                 if now - timers["control"] >= 1.0:
-                    self._stop_switched_topics(self._control.poll())
+                    changes = self._control.poll()
+                    self._stop_switched_topics(changes.switched)
+                    self._resume_backfilled(changes.backfilled)
                     timers["control"] = now
                 if now - timers["refresh"] >= engine.refresh_interval_s:
                     self._refresh(stored)

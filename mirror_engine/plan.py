@@ -244,6 +244,10 @@ class MigrationPlan(_Strict):
     def topic_filter(self) -> NameFilter:
         return NameFilter(self.topics.include, [*DEFAULT_TOPIC_EXCLUDES, *self.topics.exclude])
 
+    def backfills_topic(self, topic: str) -> bool:
+        """The topic's history is copied by the Spark backfill, not by the engine."""
+        return NameFilter(self.backfill.topics, []).accepts(topic) and self.replicates_topic(topic)
+
     def group_filter(self) -> NameFilter:
         return NameFilter(self.groups.include, [*DEFAULT_GROUP_EXCLUDES, *self.groups.exclude])
 

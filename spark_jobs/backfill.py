@@ -1,0 +1,260 @@
+"""Copy the history of a plan's backfill topics with Spark: `spark-submit spark_jobs/backfill.py --plan FILE`.
+
+The engine holds each partition of a backfill topic at a snapshot offset B (recorded in the flow's
+control topic). This job copies the source range [earliest, B) of every partition to the same target
+partition: Spark's Kafka source makes one task per source partition and reads it in offset order; the
+task writes with an idempotent producer (Spark's Kafka sink cannot set timestamps), keys, values,
+headers and timestamps kept. Then the job writes the offset-syncs of what it copied and the partitions'
+progress at B, and marks the topic done: the engine copies on from B. Order is kept and nothing is
+written twice: a task counts what the target already holds of its range before writing (so a re-run
+after a failure, or a retried task, resumes where the last one stopped).
+
+Exit status: 0 done, 1 failed (re-run it), 2 bad arguments or plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+log = logging.getLogger("spark_jobs.backfill")
+
+
+@dataclass
+class PartitionBackfill:
+    """One partition's share: source [start, end) to the target from `target_start`."""
+
+    topic: str
+    partition: int
+    target_topic: str
+    start: int
+    end: int
+    target_start: int
+    records: int = 0  # records of the range
+    written: int = 0  # records this run wrote (the rest were already on the target)
+    syncs: list[tuple[int, int]] = field(default_factory=list)  # (source, target) at every change of delta
+
+
+def parse_bound(value: str | None) -> int | datetime | None:
+    """--from/--to: an offset, or an ISO-8601 time."""
+    if value is None:
+        return None
+    if value.lstrip("-").isdigit():
+        offset = int(value)
+        if offset < 0:
+            raise ValueError(f"an offset must be 0 or more, got {value}")
+        return offset
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"'{value}' is neither an offset nor an ISO-8601 time such as 2026-01-31T00:00:00Z") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"'{value}' has no time zone: add Z or an offset such as +01:00")
+    return moment
+
+
+def copy_partition(rows: Iterator[Any], target_config: dict[str, str], plan_parts: dict[tuple[str, int], dict]
+                   ) -> Iterator[dict]:
+    """The Spark task: copy one source partition's rows (in offset order) to its target partition.
+
+    Counts the records the target already holds beyond the range's target start first, skips that many
+    rows, and writes the rest. The offset-syncs follow from the rows alone: the i-th row of the range
+    lands at target_start + i.
+    """
+    producer: Producer | None = None
+    errors: list[str] = []
+    state: dict[tuple[str, int], dict] = {}
+    for row in rows:
+        key = (row["topic"], row["partition"])
+        part = state.get(key)
+        if part is None:
+            info = plan_parts[key]
+            consumer = Consumer({**target_config, "group.id": "mirror-engine-backfill"})
+            _low, high = consumer.get_watermark_offsets(TopicPartition(info["target_topic"], key[1]), timeout=30)
+            consumer.close()
+            part = state[key] = {**info, "index": 0, "delta": None, "syncs": [], "written": 0,
+                                 "already": max(0, high - info["target_start"]), "previous": -1}
+            if producer is None:
+                producer = Producer({**target_config, "enable.idempotence": True, "acks": "all",
+                                     "enable.gapless.guarantee": True, "linger.ms": 20,
+                                     "compression.type": "lz4", "batch.size": 1_048_576,
+                                     "queue.buffering.max.messages": 500_000})
+        offset = row["offset"]
+        if offset <= part["previous"]:
+            raise RuntimeError(f"{key[0]}[{key[1]}]: rows out of offset order ({part['previous']} then {offset})")
+        part["previous"] = offset
+        target_offset = part["target_start"] + part["index"]
+        if target_offset - offset != part["delta"]:
+            part["delta"] = target_offset - offset
+            part["syncs"].append((offset, target_offset))
+        if part["index"] >= part["already"]:
+            headers = [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or []]
+            args = dict(value=None if row["value"] is None else bytes(row["value"]),
+                        key=None if row["key"] is None else bytes(row["key"]), partition=key[1],
+                        timestamp=row["ts"], headers=headers,
+                        on_delivery=lambda error, _message: error is not None and errors.append(error.str()))
+            while True:
+                try:
+                    producer.produce(part["target_topic"], **args)  # type: ignore[union-attr]
+                    break
+                except BufferError:
+                    producer.poll(0.05)  # type: ignore[union-attr]
+            part["written"] += 1
+        part["index"] += 1
+    if producer is not None and producer.flush(300):
+        errors.append("records still unacknowledged after 300 s")
+    if errors:
+        raise RuntimeError(f"the target rejected backfilled records: {errors[:3]}")
+    for (topic, partition), part in state.items():
+        yield {"topic": topic, "partition": partition, "records": part["index"], "written": part["written"],
+               "syncs": part["syncs"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from mirror_engine.clusters import admin_client
+    from mirror_engine.control import ControlChannel
+    from mirror_engine.plan import PlanError, load_plan
+    from mirror_engine.topics import list_offsets
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plan", required=True)
+    parser.add_argument("--topics", help="comma-separated source topics (default: every topic held for backfill)")
+    parser.add_argument("--partitions", help="comma-separated partition numbers (default: all)")
+    parser.add_argument("--from", dest="start", help="first offset, or a time: skip older history")
+    parser.add_argument("--to", dest="end", help="stop before this offset or time (the engine copies the rest)")
+    parser.add_argument("--master", help="Spark master when not run by spark-submit (default local[2])")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        plan = load_plan(args.plan)
+        start_bound, end_bound = parse_bound(args.start), parse_bound(args.end)
+        only_partitions = {int(p) for p in args.partitions.split(",")} if args.partitions else None
+    except (PlanError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    source_config, target_config = plan.source.client_config(), plan.target.client_config()
+    control = ControlChannel(plan, target_config)
+    control.load()
+    pending = {t: s for t, s in control.backfills.items() if s.state == "pending"}
+    topics = args.topics.split(",") if args.topics else sorted(pending)
+    problems = [f"{t}: no backfill is pending for it (is it in the plan's backfill.topics, and has the engine "
+                f"started copying the plan?)" for t in topics if t not in pending]
+    if problems or not topics:
+        print("error: " + ("; ".join(problems) or "no backfill is pending for this plan"), file=sys.stderr)
+        return 2
+
+    source_admin = admin_client(source_config)
+    policy = plan.policy()
+    parts: list[PartitionBackfill] = []
+    for topic in topics:
+        snapshot = pending[topic]
+        chosen = sorted(p for p in snapshot.partitions if only_partitions is None or p in only_partitions)
+        tps = [TopicPartition(topic, p) for p in chosen]
+        earliest = list_offsets(source_admin, tps, OffsetSpec.earliest())
+        starts = dict(earliest)
+        ends = {(topic, p): snapshot.partitions[p][0] for p in chosen}
+        for bound, target in ((start_bound, starts), (end_bound, ends)):
+            if isinstance(bound, int):
+                target.update({k: bound for k in target})
+            elif isinstance(bound, datetime):
+                found = list_offsets(source_admin, tps, OffsetSpec.for_timestamp(int(bound.timestamp() * 1000)))
+                target.update({k: v for k, v in found.items() if v >= 0})
+        for p in chosen:
+            key = (topic, p)
+            end = min(ends[key], snapshot.partitions[p][0])
+            start = min(max(starts[key], earliest[key]), end)
+            parts.append(PartitionBackfill(topic, p, policy.format_remote_topic(plan.source.alias, topic), start, end,
+                                           snapshot.partitions[p][1]))
+
+    from pyspark.sql import functions as F
+
+    from spark_jobs.session import build_session
+    from spark_jobs.validation import kafka_options, read_ranges
+
+    started = time.monotonic()
+    spark = build_session(f"backfill-{plan.name}", master=args.master)
+    ranges: dict[str, dict[int, tuple[int, int]]] = {}
+    for part in parts:
+        ranges.setdefault(part.topic, {})[part.partition] = (part.start, part.end)
+    records = read_ranges(spark, kafka_options(source_config), ranges, {t: t for t in ranges})
+    results: dict[tuple[str, int], dict] = {}
+    if records is not None:
+        plan_parts = {(p.topic, p.partition): {"target_topic": p.target_topic, "target_start": p.target_start}
+                      for p in parts}
+        columns = records.select("topic", "partition", "offset", "key", "value", "headers",
+                                 F.unix_millis("timestamp").alias("ts"))
+        # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
+        from spark_jobs.backfill import copy_partition as task
+
+        # No shuffle: each Spark partition is one Kafka partition, read in offset order.
+        summaries = columns.rdd.mapPartitions(
+            lambda rows: task((row.asDict() for row in rows), target_config, plan_parts)).collect()
+        results = {(s["topic"], s["partition"]): s for s in summaries}
+    for part in parts:
+        summary = results.get((part.topic, part.partition), {"records": 0, "written": 0, "syncs": []})
+        part.records, part.written, part.syncs = summary["records"], summary["written"], summary["syncs"]
+    _store_progress(plan, target_config, parts)
+    for topic in topics:
+        snapshot = pending[topic]
+        if {p.partition for p in parts if p.topic == topic} == set(snapshot.partitions):
+            control.backfill_done(snapshot)
+    print(_summary_table(parts, time.monotonic() - started))
+    return 0
+
+
+def _store_progress(plan: Any, target_config: dict[str, str], parts: list[PartitionBackfill]) -> None:
+    """The offset-syncs of what was copied, then each partition's progress at the end of its range."""
+    from mirror_engine.clusters import admin_client
+    from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
+    from mirror_engine.mm2_formats import OffsetSync
+    from mirror_engine.progress import PartitionProgress
+    from mirror_engine.topics import list_offsets
+
+    topics = InternalTopics.for_plan(plan)
+    admin = admin_client(target_config)
+    ensure_internal_topics(admin, topics)
+    target_ends = list_offsets(admin, [TopicPartition(p.target_topic, p.partition) for p in parts],
+                               OffsetSpec.latest())
+    for part in parts:
+        expected = part.target_start + part.records
+        if target_ends[(part.target_topic, part.partition)] != expected:
+            raise RuntimeError(f"{part.target_topic}[{part.partition}] ends at "
+                               f"{target_ends[(part.target_topic, part.partition)]}, not at {expected} = its start "
+                               f"{part.target_start} + {part.records} backfilled records: another writer? Nothing "
+                               f"was marked done")
+    producer = Producer({**target_config, "enable.idempotence": True, "acks": "all"})
+    for part in parts:
+        for source, target in part.syncs:
+            sync = OffsetSync(part.topic, part.partition, source, target)
+            producer.produce(topics.offset_syncs, sync.record_value(), sync.record_key(), 0)
+    if producer.flush(60):
+        raise RuntimeError("the target did not acknowledge the offset-syncs")
+    for part in parts:  # only after the syncs: progress never runs ahead of the mapping it relies on
+        progress = PartitionProgress(part.topic, part.partition, part.end, part.target_start + part.records)
+        producer.produce(topics.progress, progress.value(), progress.key(plan.source.alias), 0)
+    if producer.flush(60):
+        raise RuntimeError("the target did not acknowledge the backfill's progress")
+
+
+def _summary_table(parts: list[PartitionBackfill], seconds: float) -> str:
+    rows = [("topic", "partition", "source range", "target from", "records", "written now")]
+    rows += [(p.topic, str(p.partition), f"[{p.start}, {p.end})", str(p.target_start), str(p.records),
+              str(p.written)) for p in parts]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    total = sum(p.written for p in parts)
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    rate = total / max(seconds, 1e-9)
+    return "\n".join([*lines, f"backfilled {total} records in {seconds:.1f} s ({rate:.0f} rec/s)"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
