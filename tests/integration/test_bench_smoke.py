@@ -27,3 +27,13 @@ def test_switch_benchmark_runs_at_a_tiny_size():
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("on-demand", "checkpoints"))]
     assert len(rows) == 2
     assert all(row[-2:] == ["0", "0"] for row in rows), f"records re-read or skipped after a switch: {rows}"
+
+
+@pytest.mark.spark
+def test_backfill_and_validation_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "backfill_validation.py"), "--records", "4000"],
+                            capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = [line.split()[0:2] for line in result.stdout.splitlines()
+            if line.startswith(("engine copy", "spark backfill", "spark validation"))]
+    assert [" ".join(job) for job in jobs] == ["engine copy", "spark backfill", "spark validation"]
