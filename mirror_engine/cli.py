@@ -25,7 +25,7 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
 
 def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
     """Both clusters' client settings, once each has answered (a clear error naming the one that did not)."""
-    source_config, target_config = plan.source.client_config(), plan.target.client_config()
+    source_config, target_config = plan.client_configs()
     describe_cluster(plan.source.alias, source_config)
     describe_cluster(plan.target.alias, target_config)
     return source_config, target_config

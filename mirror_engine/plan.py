@@ -244,6 +244,17 @@ class MigrationPlan(_Strict):
     def topic_filter(self) -> NameFilter:
         return NameFilter(self.topics.include, [*DEFAULT_TOPIC_EXCLUDES, *self.topics.exclude])
 
+    def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(source, target) client settings: from the environment when a launcher (an Airflow task) put them
+        there as JSON in MIRROR_ENGINE_SOURCE_CONFIG / MIRROR_ENGINE_TARGET_CONFIG, else from the plan."""
+        import json
+
+        configs = []
+        for side, spec in (("SOURCE", self.source), ("TARGET", self.target)):
+            given = os.environ.get(f"MIRROR_ENGINE_{side}_CONFIG")
+            configs.append({k: str(v) for k, v in json.loads(given).items()} if given else spec.client_config())
+        return configs[0], configs[1]
+
     def backfills_topic(self, topic: str) -> bool:
         """The topic's history is copied by the Spark backfill, not by the engine."""
         return NameFilter(self.backfill.topics, []).accepts(topic) and self.replicates_topic(topic)

@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="start", help="first offset, or a time: skip older history")
     parser.add_argument("--to", dest="end", help="stop before this offset or time (the engine copies the rest)")
     parser.add_argument("--master", help="Spark master when not run by spark-submit (default local[2])")
+    parser.add_argument("--wait-seconds", type=float, default=60.0,
+                        help="how long to wait for the engine to record the snapshots (default 60)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -141,11 +143,23 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    source_config, target_config = plan.source.client_config(), plan.target.client_config()
-    control = ControlChannel(plan, target_config)
-    control.load()
-    pending = {t: s for t, s in control.backfills.items() if s.state == "pending"}
-    topics = args.topics.split(",") if args.topics else sorted(pending)
+    source_config, target_config = plan.client_configs()
+    # The engine records the snapshots when it first meets the topics: give a just-started engine time.
+    deadline = time.monotonic() + args.wait_seconds
+    while True:
+        control = ControlChannel(plan, target_config)
+        control.load()
+        pending = {t: s for t, s in control.backfills.items() if s.state == "pending"}
+        done = sorted(t for t, s in control.backfills.items() if s.state == "done")
+        wanted = args.topics.split(",") if args.topics else None
+        if (wanted and all(t in pending or t in done for t in wanted)) or (not wanted and (pending or done)) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    topics = [t for t in wanted if t not in done] if wanted else sorted(pending)
+    if not topics and done and not (wanted and set(wanted) - set(done)):
+        print(f"nothing to backfill: already done for {', '.join(done)}")
+        return 0
     problems = [f"{t}: no backfill is pending for it (is it in the plan's backfill.topics, and has the engine "
                 f"started copying the plan?)" for t in topics if t not in pending]
     if problems or not topics:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -54,6 +55,8 @@ def build_session(app_name: str, master: str | None = None, jars: list[str] | No
         builder = builder.master(master)
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Python workers must be this interpreter (its packages), not whatever python3 is on PATH.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             builder = (
                 builder.config("spark.driver.host", "127.0.0.1")
                 .config("spark.driver.bindAddress", "127.0.0.1")

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mode = args.mode or plan.validation.mode
     fraction = (args.fraction or plan.validation.sample_fraction) if mode == "sample" else 1.0
-    source_config, target_config = plan.source.client_config(), plan.target.client_config()
+    source_config, target_config = plan.client_configs()
     with FlowMapping(plan, target_config) as mapping:
         mapping.refresh()
         ranges = copied_ranges(plan, mapping, source_config, set(args.topics.split(",")) if args.topics else None)

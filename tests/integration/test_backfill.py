@@ -127,5 +127,5 @@ def test_backfill_refuses_a_topic_with_nothing_pending(kafka_pair, unique_name, 
     source, target = kafka_pair
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan_dict(source, target, f"{unique_name}-x")))
-    assert backfill.main(["--plan", str(plan_file), "--topics", f"{unique_name}-x"]) == 2
-    assert backfill.main(["--plan", str(plan_file), "--from", "yesterday"]) == 2
+    assert backfill.main(["--plan", str(plan_file), "--topics", f"{unique_name}-x", "--wait-seconds", "1"]) == 2
+    assert backfill.main(["--plan", str(plan_file), "--from", "yesterday", "--wait-seconds", "1"]) == 2

@@ -1,0 +1,33 @@
+"""A migration plan as Airflow tasks see it: the plan file, and client settings from Airflow connections."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+
+from kafka_migration.hooks.cluster import KafkaClusterHook
+from mirror_engine.plan import ClusterSpec, MigrationPlan, load_plan
+
+
+class MigrationPlanHook:
+    """Loads a plan; each cluster's settings come from its Airflow connection (`conn_id`) or the plan itself."""
+
+    def __init__(self, plan_path: str) -> None:
+        self.plan_path = plan_path
+
+    @cached_property
+    def plan(self) -> MigrationPlan:
+        return load_plan(self.plan_path)
+
+    @staticmethod
+    def _config(spec: ClusterSpec) -> dict[str, str]:
+        return KafkaClusterHook(spec.conn_id).client_config() if spec.conn_id else spec.client_config()
+
+    def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self._config(self.plan.source), self._config(self.plan.target)
+
+    def process_env(self) -> dict[str, str]:
+        """Environment for a process started for this plan (engine, spark-submit): the settings as JSON, so
+        secrets travel in the child's environment, never on a command line, in a file or in the log."""
+        source, target = self.client_configs()
+        return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}

@@ -1,0 +1,270 @@
+"""The migration's tasks, each a thin call into `mirror_engine`.
+
+Every operator belongs to a stage; a run's `stages` param lists the stages to run and the others are
+skipped (the DAG's trigger rules let later stages run past skipped ones). Cluster settings come from
+Airflow connections through `MigrationPlanHook`; nothing secret is logged or returned to XCom.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Asset, AssetAlias, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from kafka_migration.hooks.plan import MigrationPlanHook
+
+SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
+
+
+def group_asset(plan_name: str, group: str) -> Asset:
+    """The Asset a downstream DAG (an application's deploy) waits on for one switched group."""
+    return Asset(name=f"kafka-migration.{plan_name}.group.{group}", uri=f"kafka-migration://{plan_name}/groups/{group}")
+
+
+class MigrationOperator(BaseOperator):
+    """Base: a plan file and the stage this task belongs to."""
+
+    template_fields: tuple[str, ...] = ("plan_path",)
+    stage = ""
+
+    def __init__(self, *, plan_path: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan_path = plan_path
+
+    def hook(self) -> MigrationPlanHook:
+        from mirror_engine.plan import PlanError
+
+        hook = MigrationPlanHook(self.plan_path)
+        try:
+            hook.plan  # noqa: B018 - load it now so a bad plan fails here, with its problems
+        except PlanError as error:
+            raise AirflowFailException(str(error)) from None
+        return hook
+
+    def execute(self, context: Any) -> Any:
+        stages = context["params"].get("stages") or []
+        if self.stage not in stages:
+            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        return self.run(context)
+
+    def run(self, context: Any) -> Any:
+        raise NotImplementedError
+
+
+class PreflightOperator(MigrationOperator):
+    """Plan valid, both clusters reachable, and a dry-run of every target change the plan needs."""
+
+    stage = "preflight"
+
+    def run(self, context: Any) -> dict:
+        from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.progress import managed_target_topics
+
+        hook = self.hook()
+        plan = hook.plan
+        source, target = hook.client_configs()
+        try:
+            describe_cluster(plan.source.alias, source)
+            describe_cluster(plan.target.alias, target)
+        except ClusterUnreachable as error:
+            raise AirflowFailException(str(error)) from None
+        prepared = plan_preparation(plan, source, target, managed_target_topics(plan, target))
+        self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
+                      len(prepared.source_topics), render_actions(prepared.actions))
+        if prepared.problems:
+            raise AirflowFailException("the target is not ready:\n  " + "\n  ".join(prepared.problems))
+        result = apply_actions(target, prepared.actions, validate_only=True)
+        self.log.info("dry-run, validated by the target: %s", render_result(result))
+        if result.failed:
+            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run")
+        return {"topics": len(prepared.source_topics), "changes": len(prepared.actions)}
+
+
+class PrepareTargetOperator(MigrationOperator):
+    """Create topics, partitions, configs and ACLs on the target (dry-run first, in the log)."""
+
+    stage = "prepare"
+    template_fields = ("plan_path", "dry_run")
+
+    def __init__(self, *, dry_run: bool | str = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
+
+    def run(self, context: Any) -> dict:
+        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.progress import managed_target_topics
+
+        hook = self.hook()
+        source, target = hook.client_configs()
+        prepared = plan_preparation(hook.plan, source, target, managed_target_topics(hook.plan, target))
+        self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
+        if prepared.problems:
+            raise AirflowFailException("nothing applied:\n  " + "\n  ".join(prepared.problems))
+        checked = apply_actions(target, prepared.actions, validate_only=True)
+        self.log.info("dry-run: %s", render_result(checked))
+        if checked.failed or str(self.dry_run).lower() == "true":
+            if checked.failed:
+                raise AirflowFailException("the dry-run failed: nothing applied")
+            return {"applied": 0, "dry_run": True}
+        result = apply_actions(target, prepared.actions)
+        self.log.info("applied: %s", render_result(result))
+        if result.failed:
+            raise AirflowFailException(f"{len(result.failed)} change(s) failed")
+        return {"applied": len(result.applied), "dry_run": False}
+
+
+def _engine_files(plan_name: str) -> tuple[Path, Path]:
+    folder = Path(os.environ.get("AIRFLOW_HOME", ".")) / "mirror-engine"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{plan_name}.pid", folder / f"{plan_name}.log"
+
+
+def _running(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+        return pid
+    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+        return None
+
+
+class StartReplicationOperator(MigrationOperator):
+    """Start the engine for the plan on this worker, in the background, unless it already runs.
+
+    For a local or single-machine Airflow. At scale the engine runs as its own service (see
+    docker-compose.yaml) and this task is left out of the selected stages.
+    """
+
+    stage = "replicate"
+
+    def run(self, context: Any) -> dict:
+        hook = self.hook()
+        pid_file, log_file = _engine_files(hook.plan.name)
+        pid = _running(pid_file)
+        if pid is None:
+            with log_file.open("a") as log:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(Path(self.plan_path).resolve())],
+                    env={**os.environ, **hook.process_env()}, stdout=log, stderr=log, start_new_session=True,
+                )
+            pid_file.write_text(str(process.pid))
+            time.sleep(3)
+            if process.poll() is not None:
+                raise AirflowFailException(f"the engine exited at once (status {process.returncode}): "
+                                           f"{log_file.read_text()[-3000:]}")
+            pid = process.pid
+            self.log.info("engine started (pid %d), log in %s", pid, log_file)
+        else:
+            self.log.info("engine already running (pid %d)", pid)
+        return {"pid": pid, "log": str(log_file)}
+
+
+class StopReplicationOperator(MigrationOperator):
+    """Stop the engine started by StartReplicationOperator (SIGTERM: it flushes and stores its progress)."""
+
+    stage = "finish"
+
+    def run(self, context: Any) -> dict:
+        pid_file, log_file = _engine_files(self.hook().plan.name)
+        pid = _running(pid_file)
+        if pid is None:
+            return {"stopped": False}
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while _running(pid_file) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reap it when it is our child
+        if _running(pid_file) is not None:
+            raise AirflowFailException(f"the engine (pid {pid}) did not stop within 120 s; see {log_file}")
+        pid_file.unlink(missing_ok=True)
+        self.log.info("engine stopped; its log: %s", log_file)
+        return {"stopped": True}
+
+
+class CheckpointOperator(MigrationOperator):
+    """One round of MM2-format checkpoints and group offset sync (only into groups empty on the target)."""
+
+    stage = "checkpoints"
+
+    def run(self, context: Any) -> list[dict]:
+        from mirror_engine.checkpoints import Checkpointer
+
+        hook = self.hook()
+        checkpointer = Checkpointer(hook.plan, *hook.client_configs())
+        try:
+            results = checkpointer.run_once()
+        finally:
+            checkpointer.close()
+        rows = [{"group": r.group, "checkpoints": r.checkpoints, "committed": len(r.committed),
+                 "not_copied_yet": r.pending, "skipped": r.skipped} for r in results]
+        for row in rows:
+            self.log.info("%s", json.dumps(row))
+        return rows
+
+
+class SwitchGroupOperator(MigrationOperator):
+    """Switch one consumer group to the target, verified; emits the group's Asset event."""
+
+    stage = "switch_groups"
+    template_fields = ("plan_path", "group", "fence", "wait_timeout_s")
+
+    def __init__(self, *, group: str, fence: bool | str = False, wait_timeout_s: float | str = 1800,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("outlets", [SWITCHED_GROUPS])  # a mapped task passes its outlets back in
+        super().__init__(**kwargs)
+        self.group = group
+        self.fence = fence
+        self.wait_timeout_s = wait_timeout_s
+
+    def run(self, context: Any) -> dict:
+        from mirror_engine.switch import GroupSwitcher, SwitchError
+
+        hook = self.hook()
+        switcher = GroupSwitcher(hook.plan, *hook.client_configs())
+        try:
+            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true",
+                                     timeout_s=float(self.wait_timeout_s))
+        except SwitchError as error:
+            raise AirflowFailException(str(error)) from None
+        self.log.info("%s", report.render())
+        if not report.ok:
+            raise AirflowFailException(f"group {self.group} was switched but not verified: see the report")
+        context["outlet_events"][SWITCHED_GROUPS].add(group_asset(hook.plan.name, self.group),
+                                                      extra={"partitions": len(report.partitions)})
+        return json.loads(report.to_json())
+
+
+class SwitchProducersOperator(MigrationOperator):
+    """Switch one topic's producers: idle (or fenced) on the source, fully copied, no longer copied."""
+
+    stage = "switch_producers"
+    template_fields = ("plan_path", "topic", "fence", "idle_s", "wait_timeout_s")
+
+    def __init__(self, *, topic: str, fence: bool | str = False, idle_s: float | str = 30,
+                 wait_timeout_s: float | str = 1800, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.topic, self.fence, self.idle_s, self.wait_timeout_s = topic, fence, idle_s, wait_timeout_s
+
+    def run(self, context: Any) -> dict:
+        from mirror_engine.switch import SwitchError, switch_producers
+
+        hook = self.hook()
+        try:
+            report = switch_producers(hook.plan, *hook.client_configs(), self.topic,
+                                      fence=str(self.fence).lower() == "true", idle_s=float(self.idle_s),
+                                      timeout_s=float(self.wait_timeout_s))
+        except SwitchError as error:
+            raise AirflowFailException(str(error)) from None
+        self.log.info("%s", report.render())
+        return json.loads(report.to_json())

@@ -1,0 +1,39 @@
+"""Wait until a flow has copied everything but `max_lag` records: deferred to the triggerer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from kafka_migration.triggers.lag import ReplicationLagTrigger
+
+
+class ReplicationLagSensor(BaseSensorOperator):
+    template_fields = ("plan_path", "max_lag", "wait_timeout_s")
+
+    def __init__(self, *, plan_path: str, max_lag: int | str = 0, wait_timeout_s: float | str = 1800,
+                 stage: str = "replicate", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan_path = plan_path
+        self.stage = stage
+        self.max_lag = max_lag
+        self.wait_timeout_s = wait_timeout_s
+
+    def execute(self, context: Any) -> None:
+        stages = context["params"].get("stages") or []
+        if self.stage not in stages:
+            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        timeout = float(self.wait_timeout_s)
+        self.defer(trigger=ReplicationLagTrigger(self.plan_path, int(self.max_lag), timeout),
+                   method_name="execute_complete", timeout=timedelta(seconds=timeout + 60))
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> int:
+        if event["status"] != "ok":
+            raise AirflowFailException(
+                f"replication lag still {event['lag']} records (> {self.max_lag}) after {self.wait_timeout_s} s; "
+                f"partitions behind: {event.get('behind')}. Is the engine running (task replicate.start)?")
+        self.log.info("replication lag %d records (<= %s)", event["lag"], self.max_lag)
+        return int(event["lag"])
