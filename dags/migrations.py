@@ -141,6 +141,71 @@ def build_dag(plan_file: Path) -> DAG:
     return dag
 
 
-for _plan_file in sorted(PLANS.glob("*.yaml")):
+def build_validation_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
+    """Validation alone, on the plan's `validation.schedule` during a long migration (or on trigger)."""
+    with DAG(
+        dag_id=f"kafka_migration_validate__{plan.name}",
+        schedule=plan.validation.schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["kafka-migration"],
+        params={"mode": Param(plan.validation.mode, enum=["full", "sample"]),
+                "fraction": Param(plan.validation.sample_fraction, type="number", exclusiveMinimum=0, maximum=1)},
+        doc_md=f"Validates, record by record, what plan `{plan.name}` has copied so far; the report goes to "
+               f"`{REPORTS}` and the task fails when the copy is not clean.",
+    ) as dag:
+        MigrationSparkSubmitOperator(
+            task_id="validate", job="validate", plan_path=str(plan_file), stage="validate", conn_id=SPARK_CONN_ID,
+            job_args=["--report-dir", str(REPORTS), "--mode", "{{ params.mode }}", "--fraction",
+                      "{{ params.fraction }}"])
+    return dag
+
+
+def build_backfill_dag(plan_files: list[Path]) -> DAG:
+    """Backfill by hand or through the REST API: a plan, its topics, partitions, and an offset or time range."""
+    with DAG(
+        dag_id="kafka_migration_backfill",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        tags=["kafka-migration"],
+        params={
+            "plan": Param(str(plan_files[0]) if plan_files else "", type="string",
+                          enum=[str(p) for p in plan_files] or None, description="the migration plan"),
+            "topics": Param("", type="string", description="comma-separated source topics (empty: all pending)"),
+            "partitions": Param("", type="string", description="comma-separated partitions (empty: all)"),
+            "from": Param("", type="string", description="first offset or ISO time (empty: the earliest)"),
+            "to": Param("", type="string", description="end offset or ISO time (empty: the engine's snapshot)"),
+        },
+        doc_md="Copies the history of topics held for backfill (the plan's `backfill.topics`, or a topic added "
+               "to a running migration) with Spark, then lets the engine copy on. Re-run it after a failure: it "
+               "resumes without duplicates.",
+    ) as dag:
+        @task(task_id="arguments")
+        def arguments(params: dict | None = None) -> list[str]:
+            params = params or {}
+            args = ["--plan", params["plan"]]
+            for name in ("topics", "partitions", "from", "to"):
+                if str(params.get(name) or "").strip():
+                    args += [f"--{name}", str(params[name]).strip()]
+            return args
+
+        args = arguments()
+        copy = MigrationSparkSubmitOperator(task_id="history", job="backfill", plan_path="{{ params.plan }}",
+                                            stage="backfill", conn_id=SPARK_CONN_ID)
+        copy.application_args = args  # resolved when the task runs
+        args >> copy
+    return dag
+
+
+_plan_files = sorted(PLANS.glob("*.yaml"))
+for _plan_file in _plan_files:
     _dag = build_dag(_plan_file)
     globals()[_dag.dag_id] = _dag
+    try:
+        _validation = build_validation_dag(_plan_file, load_plan(_plan_file))
+        globals()[_validation.dag_id] = _validation
+    except PlanError:
+        pass  # its migration DAG's preflight reports the problems
+_backfill = build_backfill_dag(_plan_files)

@@ -51,8 +51,8 @@ class MigrationOperator(BaseOperator):
         return hook
 
     def execute(self, context: Any) -> Any:
-        stages = context["params"].get("stages") or []
-        if self.stage not in stages:
+        stages = context["params"].get("stages")
+        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
             raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
         return self.run(context)
 

@@ -30,8 +30,8 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
         self.stage = stage
 
     def execute(self, context: Any) -> None:
-        stages = context["params"].get("stages") or []
-        if self.stage not in stages:
+        stages = context["params"].get("stages")
+        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
             raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
         hook = MigrationPlanHook(self.plan_path)
         if self.stage == "backfill" and not hook.plan.backfill.topics:

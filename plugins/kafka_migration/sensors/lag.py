@@ -23,8 +23,8 @@ class ReplicationLagSensor(BaseSensorOperator):
         self.wait_timeout_s = wait_timeout_s
 
     def execute(self, context: Any) -> None:
-        stages = context["params"].get("stages") or []
-        if self.stage not in stages:
+        stages = context["params"].get("stages")
+        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
             raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
         timeout = float(self.wait_timeout_s)
         self.defer(trigger=ReplicationLagTrigger(self.plan_path, int(self.max_lag), timeout),

@@ -1,0 +1,117 @@
+"""Airflow parts of the migration apart from a full run: parsing, the lag trigger, the backfill DAG."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka.admin import NewTopic
+
+from mirror_engine.engine import Replicator
+from mirror_engine.plan import plan_from_dict
+from tests.integration.kafka_data import produce, read_partition
+from tests.integration.plans import create_topics, plan_dict
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAGS = ROOT / "dags"
+NOW = int(time.time() * 1000)
+
+
+def test_dags_parse_without_contacting_kafka(monkeypatch):
+    """Every plan in migrations/ becomes DAGs; a Kafka client built while parsing would fail the parse."""
+    import confluent_kafka
+    import confluent_kafka.admin
+
+    def no_kafka(*_args, **_kwargs):
+        raise AssertionError("a Kafka client was created while parsing DAGs")
+
+    for module, name in ((confluent_kafka, "Consumer"), (confluent_kafka, "Producer"),
+                         (confluent_kafka.admin, "AdminClient")):
+        monkeypatch.setattr(module, name, no_kafka)
+    from airflow.dag_processing.dagbag import DagBag
+
+    started = time.perf_counter()
+    bag = DagBag(dag_folder=str(DAGS / "migrations.py"))
+    seconds = time.perf_counter() - started
+    print(f"parsed dags/migrations.py in {seconds:.2f} s")
+    assert bag.import_errors == {}
+    plans = sorted(p.stem for p in (ROOT / "migrations").glob("*.yaml"))
+    assert len([d for d in bag.dag_ids if d.startswith("kafka_migration__")]) == len(plans)
+    assert "kafka_migration_backfill" in bag.dag_ids
+    demo = bag.get_dag("kafka_migration__demo")
+    assert set(demo.params.keys()) >= {"stages", "dry_run", "max_lag_records", "groups", "producer_topics"}
+    assert demo.params["groups"] == ["billing", "shipping"]
+    assert demo.doc_md and "switch_groups" in demo.doc_md
+
+
+def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, unique_name, tmp_path):
+    from kafka_migration.triggers.lag import ReplicationLagTrigger
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-lag"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, b"k", b"v", None, NOW + i) for i in range(100)])
+    plan_file = tmp_path / "plan.yaml"
+    data = plan_dict(source, target, topic)
+    plan_file.write_text(yaml.safe_dump(data))
+
+    async def first_event(trigger: ReplicationLagTrigger) -> dict:
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    # Nothing copied yet: it times out, saying which partitions are behind.
+    waiting = ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=1, poll_interval_s=0.2)
+    classpath, kwargs = waiting.serialize()
+    rebuilt = ReplicationLagTrigger(**kwargs)
+    assert classpath == "kafka_migration.triggers.lag.ReplicationLagTrigger" and rebuilt.serialize() == (classpath,
+                                                                                                         kwargs)
+    timed_out = asyncio.run(first_event(rebuilt))
+    assert timed_out["status"] == "timeout" and timed_out["lag"] == 100 and f"{topic}[0]" in timed_out["behind"]
+
+    # The engine copies everything: it fires ok.
+    engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
+    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
+    runner.start()
+    try:
+        fired = asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=60,
+                                                             poll_interval_s=0.5)))
+    finally:
+        engine.stop()
+        runner.join(60)
+    assert fired == {"status": "ok", "lag": 0}
+
+
+@pytest.mark.spark
+def test_backfill_dag_copies_the_requested_range(kafka_pair, airflow_db, monkeypatch, unique_name, tmp_path):
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.utils.state import DagRunState
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-range"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, f"k{i}".encode(), f"v{i}".encode(), [("i", str(i).encode())], NOW + i)
+                            for i in range(400)])
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    data = plan_dict(source, target, topic, name=f"bf{unique_name[-8:]}", backfill={"topics": [topic]})
+    plan_file = plans / "bf.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(plans))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(max_seconds=5).ok
+
+    dag = DagBag(dag_folder=str(DAGS / "migrations.py")).get_dag("kafka_migration_backfill")
+    # Only partition 1, from offset 50: the engine copies the rest of partition 1 from the snapshot on.
+    run = dag.test(run_conf={"plan": str(plan_file), "topics": topic, "partitions": "1", "from": "50"})
+    assert run.state == DagRunState.SUCCESS
+    copied = [r.content() for r in read_partition(target, topic, 1)]
+    assert copied == [r.content() for r in read_partition(source, topic, 1)][50:]
+    assert read_partition(target, topic, 0) == [], "partition 0 was not requested"
