@@ -1,15 +1,12 @@
-"""The demo migration on two local clusters.
+"""The demo migration on two local clusters, run by the migration DAG.
 
-Starts a source and a target cluster on loopback, loads a small realistic data set into the
-source (keyed topics, a compacted one, a consumer group part-way through), then runs the stages
-that exist so far, each through the project's own entry points:
-1. Airflow reaches both clusters through its connections (`airflow dags test kafka_cluster_smoke`);
-2. `mirror-engine plan`: the target changes the plan needs, as a dry-run table;
-3. `mirror-engine prepare`: topics, partitions and configs created on the target;
-4. `mirror-engine run --until-caught-up`: the engine copies every record;
-5. a check, partition by partition, that the target holds exactly the source's records.
-The migration DAG (staged, with Spark backfill and validation and the group switch) is not built
-yet; this demo grows with it.
+Starts a source and a target cluster on loopback, loads a realistic data set into the source (keyed
+topics with headers, a compacted one), starts live traffic (a producer still writing orders and
+payments, and two consumer groups, billing and shipping, part-way through and still consuming), and
+runs the whole migration DAG of `migrations/demo.yaml` with `airflow dags test`: preflight, prepare,
+the engine, the Spark validation, checkpoints, the exact switch of both groups and the switch of the
+producers. Then it prints the validation report and the switch reports, and checks partition by
+partition that the target holds exactly the source's records.
 """
 
 from __future__ import annotations
@@ -19,10 +16,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster, start_pair
@@ -58,7 +56,41 @@ def airflow_env(source: KafkaCluster, target: KafkaCluster) -> dict[str, str]:
         env[f"AIRFLOW_CONN_{conn_id}"] = json.dumps(
             {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap}}
         )
+    env["AIRFLOW_CONN_SPARK_LOCAL"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
     return env
+
+
+def live_traffic(source: KafkaCluster, seconds: float) -> list[threading.Thread]:
+    """A producer still writing orders and payments; billing and shipping still consuming, slowly."""
+    def produce() -> None:
+        producer = Producer({**source.client_config(), "linger.ms": 5})
+        deadline, i = time.monotonic() + seconds, 0
+        while time.monotonic() < deadline:
+            producer.produce(("orders", "payments")[i % 2], key=f"customer-{i % 997}",
+                             value=json.dumps({"live": i}), headers=[("source", b"live")])
+            i += 1
+            if i % 20 == 0:
+                producer.poll(0)
+                time.sleep(0.1)
+        producer.flush(30)
+
+    def consume(group: str, topics: list[str]) -> None:
+        consumer = Consumer({**source.client_config(), "group.id": group, "enable.auto.commit": False,
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe(topics)
+        deadline = time.monotonic() + seconds / 2
+        while time.monotonic() < deadline:
+            if consumer.consume(200, timeout=0.5):
+                consumer.commit(asynchronous=False)
+            time.sleep(0.3)  # slower than the producer: the groups stay behind
+        consumer.close()
+
+    threads = [threading.Thread(target=produce),
+               threading.Thread(target=consume, args=("billing", ["orders", "payments"])),
+               threading.Thread(target=consume, args=("shipping", ["orders"]))]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def run_step(title: str, command: list[str], env: dict[str, str], tail: int = 25) -> None:
@@ -112,14 +144,35 @@ def main() -> int:
             bin_dir = Path(sys.executable).parent
             run_step("Airflow reaches both clusters", [str(bin_dir / "airflow"), "dags", "test", "kafka_cluster_smoke"],
                      env, tail=3)
-            engine = [str(bin_dir / "mirror-engine")]
-            run_step("plan: what the target needs (dry-run)", [*engine, "plan", "--plan", str(PLAN)], env)
-            run_step("prepare the target", [*engine, "prepare", "--plan", str(PLAN)], env, tail=6)
-            run_step("copy with the engine", [*engine, "run", "--plan", str(PLAN), "--until-caught-up"], env, tail=4)
+            traffic = live_traffic(source, seconds=40)
+            print("\n== the migration DAG (dag.test()), while producers and consumers run on the source", flush=True)
+            os.environ.update(env)  # connections for Airflow, in this process
+            from airflow.dag_processing.dagbag import DagBag
+
+            dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("kafka_migration__demo")
+            run = dag.test(run_conf={"producer_topics": ["orders", "payments"]})
+            for thread in traffic:
+                thread.join()
+            print("\n== stages")
+            for ti in sorted(run.get_task_instances(), key=lambda ti: (ti.start_date is None, ti.start_date)):
+                suffix = f"[{ti.map_index}]" if ti.map_index >= 0 else ""
+                print(f"  {ti.task_id + suffix:<32} {ti.state}")
+            if str(run.state) != "success":
+                raise SystemExit(f"the migration DAG ended {run.state}")
+            reports = sorted((Path(env.get("AIRFLOW_HOME", ".")) / "reports").glob("validation-demo-*.json"))
+            if reports:
+                report = json.loads(reports[-1].read_text())
+                print(f"\n== validation: {'clean' if report['clean'] else 'NOT CLEAN'} {report['totals']}")
+                print(f"   page: {reports[-1].with_suffix('.html')}")
+            target_admin = AdminClient(target.client_config())
+            from mirror_engine.groups import committed_offsets
+
+            for group in ("billing", "shipping"):
+                print(f"== {group} on the target: {dict(sorted(committed_offsets(target_admin, group).items()))}")
             if not compare(source, target):
                 print("the target differs from the source", file=sys.stderr)
                 return 1
-            print("\ndemo finished: every record copied, partition for partition, in order.")
+            print("\ndemo finished: every record copied in order, both groups switched exactly, producers switched.")
             return 0
         finally:
             source.stop()
