@@ -13,6 +13,7 @@ import pendulum
 from airflow.sdk import DAG, Param, TaskGroup, task
 from kafka_migration.operators.migration import (
     CheckpointOperator,
+    FlowControlOperator,
     PreflightOperator,
     PrepareTargetOperator,
     StartReplicationOperator,
@@ -209,3 +210,24 @@ for _plan_file in _plan_files:
     except PlanError:
         pass  # its migration DAG's preflight reports the problems
 _backfill = build_backfill_dag(_plan_files)
+
+
+def build_flow_control_dag(plan_files: list[Path]) -> DAG:
+    """Pause or resume a running flow's engines from the UI (they pick it up within a second)."""
+    with DAG(
+        dag_id="kafka_migration_flow_control",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        tags=["kafka-migration"],
+        params={"plan": Param(str(plan_files[0]) if plan_files else "", type="string",
+                              enum=[str(p) for p in plan_files] or None),
+                "action": Param("pause", enum=["pause", "resume"])},
+        doc_md="Pauses or resumes every engine of a plan's flow, wherever it runs, through the flow's control "
+               "topic on the target.",
+    ) as dag:
+        FlowControlOperator(task_id="apply", plan_path="{{ params.plan }}", action="{{ params.action }}")
+    return dag
+
+
+_flow_control = build_flow_control_dag(_plan_files)

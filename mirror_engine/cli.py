@@ -185,6 +185,17 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_flow(args: argparse.Namespace) -> int:
+    from mirror_engine.control import ControlChannel
+
+    plan = load_plan_argument(args)
+    _source, target_config = _reachable(plan)
+    ControlChannel(plan, target_config).set_flow_state("paused" if args.action == "pause" else "running")
+    print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}': "
+          f"{'paused' if args.action == 'pause' else 'running'} (engines apply it within a second)")
+    return 0
+
+
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", help="a migration plan (YAML)")
@@ -224,6 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_source(latency)
     latency.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the heartbeat")
     latency.set_defaults(handler=_cmd_latency)
+
+    flow = commands.add_parser("flow", help="pause or resume every engine of the plan's flow, wherever it runs")
+    flow.add_argument("action", choices=("pause", "resume"))
+    _add_plan_source(flow)
+    flow.set_defaults(handler=_cmd_flow)
 
     checkpoint = commands.add_parser(
         "checkpoint", help="write MM2-format checkpoints of the plan's groups and sync their offsets to the target "

@@ -1,6 +1,7 @@
 """The control topic of a flow on the target: instructions to the engines that run it, wherever they run.
 
 A compacted topic of JSON records keyed by what they control:
+- `flow` with state "paused" or "running": every engine of the flow stops or resumes fetching;
 - `topic:<source topic>` with state "switched": the topic's producers moved to the target; no engine of
   the flow copies it again (its target copy has new writers);
 - `backfill:<source topic>` with state "pending" and, per partition, the snapshot offset B and the
@@ -36,6 +37,7 @@ class BackfillSnapshot:
 class ControlChanges:
     switched: set[str] = field(default_factory=set)
     backfilled: set[str] = field(default_factory=set)
+    flow_state: str | None = None  # "paused" or "running" when it changed
 
 
 class ControlChannel:
@@ -47,6 +49,7 @@ class ControlChannel:
         self._next_offset = OFFSET_BEGINNING
         self.switched_topics: set[str] = set()
         self.backfills: dict[str, BackfillSnapshot] = {}
+        self.flow_state = "running"
 
     # ------------------------------------------------------------------ writing
     def _write(self, key: str, value: dict) -> None:
@@ -60,6 +63,12 @@ class ControlChannel:
     def switch_topic(self, topic: str) -> None:
         """Tell the flow's engines to stop copying `topic` for good."""
         self._write(f"topic:{topic}", {"state": "switched"})
+
+    def set_flow_state(self, state: str) -> None:
+        """Pause or resume every engine of the flow (they keep their assignment and progress)."""
+        if state not in ("paused", "running"):
+            raise ValueError(f"flow state must be 'paused' or 'running', got {state!r}")
+        self._write("flow", {"state": state})
 
     def hold_for_backfill(self, topic: str, partitions: dict[int, tuple[int, int]]) -> None:
         """Record the snapshot of a topic whose history the Spark backfill copies."""
@@ -103,7 +112,9 @@ class ControlChannel:
             return
         value = json.loads(raw)
         kind, _, name = key.partition(":")
-        if kind == "topic" and value.get("state") == "switched" and name not in self.switched_topics:
+        if kind == "flow" and value.get("state") in ("paused", "running") and value["state"] != self.flow_state:
+            self.flow_state = changes.flow_state = value["state"]
+        elif kind == "topic" and value.get("state") == "switched" and name not in self.switched_topics:
             self.switched_topics.add(name)
             changes.switched.add(name)
         elif kind == "backfill":

@@ -225,6 +225,8 @@ class Replicator:
         if assignment:
             assert self._consumer is not None
             self._consumer.incremental_assign(assignment)
+            if self._control.flow_state == "paused":
+                self._consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         self._write_progress(force=True)
 
@@ -485,6 +487,8 @@ class Replicator:
                     timers["log"] = now
                 if now - timers["control"] >= 1.0:
                     changes = self._control.poll()
+                    if changes.flow_state:
+                        self._set_paused(changes.flow_state == "paused")
                     self._stop_switched_topics(changes.switched)
                     self._resume_backfilled(changes.backfilled)
                     timers["control"] = now
@@ -501,6 +505,15 @@ class Replicator:
         if self.fatal:
             raise EngineError(self.fatal)
         return self.summary(time.monotonic() - started)
+
+    def _set_paused(self, paused: bool) -> None:
+        """Stop or resume fetching every copied partition; progress and assignment are kept."""
+        partitions = [TopicPartition(*key) for key, state in self.states.items() if not state.failed]
+        if paused:
+            self._consumer.pause(partitions)  # type: ignore[union-attr]
+        else:
+            self._consumer.resume(partitions)  # type: ignore[union-attr]
+        log.info("flow %s: %d partition(s)", "paused" if paused else "resumed", len(partitions))
 
     def _stop_switched_topics(self, topics: set[str]) -> None:
         """Producers of these topics moved to the target: store the final progress and copy them no more."""

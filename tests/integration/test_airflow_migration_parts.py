@@ -115,3 +115,47 @@ def test_backfill_dag_copies_the_requested_range(kafka_pair, airflow_db, monkeyp
     copied = [r.content() for r in read_partition(target, topic, 1)]
     assert copied == [r.content() for r in read_partition(source, topic, 1)][50:]
     assert read_partition(target, topic, 0) == [], "partition 0 was not requested"
+
+
+def test_checkpoints_in_sync_trigger_waits_for_the_exact_target_offsets(kafka_pair, unique_name, tmp_path):
+    from confluent_kafka import Consumer
+    from kafka_migration.triggers.checkpoints import CheckpointsInSyncTrigger
+
+    from mirror_engine.checkpoints import Checkpointer
+
+    source, target = kafka_pair
+    topic, group = f"{unique_name}-ck", f"{unique_name}-app"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, b"k", b"v", None, NOW + i) for i in range(100)])
+    consumer = Consumer({**source.client_config(), "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    read = 0
+    while read < 30:
+        read += len([m for m in consumer.consume(10, timeout=1) if m.error() is None])
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    data = plan_dict(source, target, topic)
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    plan = plan_from_dict(data)
+    assert Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=60,
+                                                                                until_caught_up=True).ok
+
+    async def first_event(trigger) -> dict:
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("no event")
+
+    trigger = CheckpointsInSyncTrigger(str(plan_file), [group], timeout_s=1, poll_interval_s=0.2)
+    assert CheckpointsInSyncTrigger(**trigger.serialize()[1]).serialize() == trigger.serialize()
+    behind = asyncio.run(first_event(trigger))
+    assert behind["status"] == "timeout" and group in behind["behind"]
+
+    checkpointer = Checkpointer(plan, source.client_config(), target.client_config())
+    try:
+        checkpointer.run_once(sync_offsets=True)
+    finally:
+        checkpointer.close()
+    fired = asyncio.run(first_event(CheckpointsInSyncTrigger(str(plan_file), [group], timeout_s=30)))
+    assert fired == {"status": "ok", "groups": [group]}

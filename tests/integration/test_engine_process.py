@@ -109,3 +109,45 @@ def test_latency_needs_heartbeats_copied(kafka_pair, unique_name):
     plan = make_plan(source, target, f"{unique_name}-none")
     with pytest.raises(LatencyError, match=r"engine\.replicate_heartbeats"):
         measure_latency(plan, source.client_config(), target.client_config(), timeout_s=5)
+
+
+def test_pause_and_resume_through_the_control_topic(kafka_pair, unique_name):
+    from mirror_engine.control import ControlChannel
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-pause"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, b"k", f"a{i}".encode(), None, int(time.time() * 1000)) for i in range(100)])
+    plan = make_plan(source, target, topic)
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120}, daemon=True)
+    runner.start()
+
+    def copied() -> int:
+        try:
+            return sum(len(read_partition(target, topic, p)) for p in range(2))
+        except Exception:  # the target topic is not there yet
+            return 0
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 60
+        while copied() < count:
+            assert time.monotonic() < deadline, f"only {copied()} of {count} records copied"
+            time.sleep(0.3)
+
+    control = ControlChannel(plan, target.client_config())
+    try:
+        wait_for(100)
+        control.set_flow_state("paused")
+        time.sleep(3)  # engines pick the change up within a second
+        produce(source, topic, [(i % 2, b"k", f"b{i}".encode(), None, int(time.time() * 1000)) for i in range(100)])
+        time.sleep(4)
+        assert copied() == 100, "a paused flow went on copying"
+        control.set_flow_state("running")
+        wait_for(200)
+    finally:
+        replicator.stop()
+        runner.join(60)
+    for partition in range(2):
+        assert [r.content() for r in read_partition(target, topic, partition)] == \
+            [r.content() for r in read_partition(source, topic, partition)]

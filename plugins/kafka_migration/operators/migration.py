@@ -268,3 +268,25 @@ class SwitchProducersOperator(MigrationOperator):
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())
         return json.loads(report.to_json())
+
+
+class FlowControlOperator(MigrationOperator):
+    """Pause or resume every engine of the plan's flow, through the flow's control topic."""
+
+    stage = "replicate"
+    template_fields = ("plan_path", "action")
+
+    def __init__(self, *, action: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.action = action
+
+    def run(self, context: Any) -> dict:
+        from mirror_engine.control import ControlChannel
+
+        if self.action not in ("pause", "resume"):
+            raise AirflowFailException(f"action must be 'pause' or 'resume', got {self.action!r}")
+        hook = self.hook()
+        _source, target = hook.client_configs()
+        ControlChannel(hook.plan, target).set_flow_state("paused" if self.action == "pause" else "running")
+        self.log.info("flow of plan '%s': %s", hook.plan.name, self.action)
+        return {"action": self.action}
