@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_migration.hooks.plan import MigrationPlanHook
+from kafka_migration.stages import skip_unless_selected
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
 
@@ -51,9 +52,7 @@ class MigrationOperator(BaseOperator):
         return hook
 
     def execute(self, context: Any) -> Any:
-        stages = context["params"].get("stages")
-        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
-            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        skip_unless_selected(self.stage, context)
         return self.run(context)
 
     def run(self, context: Any) -> Any:

@@ -15,6 +15,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowSkipException
 
 from kafka_migration.hooks.plan import MigrationPlanHook
+from kafka_migration.stages import skip_unless_selected
 
 SPARK_JOBS = Path(__file__).resolve().parents[3] / "spark_jobs"
 
@@ -30,9 +31,7 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
         self.stage = stage
 
     def execute(self, context: Any) -> None:
-        stages = context["params"].get("stages")
-        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
-            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        skip_unless_selected(self.stage, context)
         hook = MigrationPlanHook(self.plan_path)
         if self.stage == "backfill" and not hook.plan.backfill.topics:
             raise AirflowSkipException("the plan names no backfill topics")

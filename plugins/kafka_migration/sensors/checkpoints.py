@@ -8,6 +8,7 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_migration.stages import skip_unless_selected
 from kafka_migration.triggers.checkpoints import CheckpointsInSyncTrigger
 
 
@@ -20,9 +21,7 @@ class CheckpointsInSyncSensor(BaseSensorOperator):
         self.plan_path, self.groups, self.wait_timeout_s, self.stage = plan_path, groups, wait_timeout_s, stage
 
     def execute(self, context: Any) -> None:
-        stages = context["params"].get("stages")
-        if stages is not None and self.stage not in stages:
-            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        skip_unless_selected(self.stage, context)
         groups = [self.groups] if isinstance(self.groups, str) else list(self.groups)
         if not groups:
             raise AirflowSkipException("no groups to wait for")

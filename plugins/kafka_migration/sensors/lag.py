@@ -6,8 +6,9 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_migration.stages import skip_unless_selected
 from kafka_migration.triggers.lag import ReplicationLagTrigger
 
 
@@ -23,9 +24,7 @@ class ReplicationLagSensor(BaseSensorOperator):
         self.wait_timeout_s = wait_timeout_s
 
     def execute(self, context: Any) -> None:
-        stages = context["params"].get("stages")
-        if stages is not None and self.stage not in stages:  # DAGs without stage selection run every task
-            raise AirflowSkipException(f"stage '{self.stage}' not selected for this run (stages: {stages})")
+        skip_unless_selected(self.stage, context)
         timeout = float(self.wait_timeout_s)
         self.defer(trigger=ReplicationLagTrigger(self.plan_path, int(self.max_lag), timeout),
                    method_name="execute_complete", timeout=timedelta(seconds=timeout + 60))
