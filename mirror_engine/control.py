@@ -83,8 +83,6 @@ class ControlChannel:
     # ------------------------------------------------------------------ reading
     def load(self) -> None:
         """Read the whole control topic (at start)."""
-        if self.topic not in admin_client(self.target_config).list_topics(timeout=15).topics:
-            return  # the flow never ran: nothing controlled yet
         records = read_topic_to_end(self.target_config, self.topic)
         for message in records:
             self._apply(message, ControlChanges())

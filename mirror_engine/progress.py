@@ -67,7 +67,10 @@ def parse_progress(key: bytes, value: bytes | None) -> tuple[tuple[str, int], Pa
 
 
 def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0) -> list:
-    """Every record of partition 0 of a small internal topic, from the beginning to its current end."""
+    """Every record of partition 0 of a small internal topic, from the beginning to its current end
+    (none when the topic does not exist: the flow never wrote it)."""
+    if topic not in admin_client(config).list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
+        return []
     consumer = Consumer({
         **config, "group.id": "mirror-engine-reader", "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True,
@@ -115,7 +118,5 @@ def load_progress(config: dict[str, str], topic: str) -> dict[tuple[str, int], P
 def managed_target_topics(plan: MigrationPlan, target_config: dict[str, str]) -> frozenset[str]:
     """The target topics this plan's flow has copied into (it has stored progress for them)."""
     topic = InternalTopics.for_plan(plan).progress
-    if topic not in admin_client(target_config).list_topics(timeout=15).topics:
-        return frozenset()
     policy = plan.policy()
     return frozenset(policy.format_remote_topic(plan.source.alias, t) for t, _ in load_progress(target_config, topic))

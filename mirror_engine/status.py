@@ -25,10 +25,7 @@ def replication_lag(plan: MigrationPlan, source_config: dict[str, str],
            for p in metadata[topic].partitions]
     if not tps:
         return {}
-    progress_topic = InternalTopics.for_plan(plan).progress
-    progress = {}
-    if progress_topic in admin_client(target_config).list_topics(timeout=15).topics:
-        progress = load_progress(target_config, progress_topic)
+    progress = load_progress(target_config, InternalTopics.for_plan(plan).progress)
     ends = list_offsets(source_admin, tps, OffsetSpec.latest())
     earliest = list_offsets(source_admin, tps, OffsetSpec.earliest())
     return {key: max(0, end - (progress[key].position if key in progress else earliest[key]))
