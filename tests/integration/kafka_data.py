@@ -52,6 +52,19 @@ def read_partition(cluster: KafkaCluster, topic: str, partition: int, committed:
         consumer.close()
 
 
+def end_offsets(cluster: KafkaCluster, topic: str, partitions: int) -> list[int]:
+    """Each partition's end offset (duplicates included); zeros while the topic does not exist yet."""
+    from confluent_kafka import KafkaException
+
+    consumer = Consumer({**cluster.client_config(), "group.id": "test-end-offsets"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1] for p in range(partitions)]
+    except KafkaException:
+        return [0] * partitions
+    finally:
+        consumer.close()
+
+
 def produce(cluster: KafkaCluster, topic: str, records: list[tuple], **config) -> None:
     """records: (partition, key, value, headers, timestamp)."""
     producer = Producer({**cluster.client_config(), "linger.ms": 5, **config})

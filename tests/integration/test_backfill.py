@@ -11,14 +11,13 @@ import time
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirror_engine.control import ControlChannel
 from mirror_engine.engine import Replicator
 from mirror_engine.plan import plan_from_dict
 from spark_jobs import backfill
-from tests.integration.kafka_data import produce, read_partition
+from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -44,11 +43,7 @@ def _wait_for_snapshot(data: dict, target, topic: str, timeout_s: float = 60):
 
 
 def _target_count(target, topic: str) -> int:
-    consumer = Consumer({**target.client_config(), "group.id": "test-count"})
-    try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS))
-    finally:
-        consumer.close()
+    return sum(end_offsets(target, topic, PARTITIONS))
 
 
 def _assert_exact_copy(source, target, topic: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from confluent_kafka.admin import NewTopic
 
-from tests.integration.kafka_data import produce, read_partition
+from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
 pytestmark = pytest.mark.integration
@@ -32,16 +32,7 @@ def _start_engine(plan_file) -> subprocess.Popen:
 
 
 def _copied(target, topic: str) -> int:
-    """Records on the target (target offsets, duplicates included); 0 before the engine created the topic."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({**target.client_config(), "group.id": "test-crash-count"})
-    try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1] for p in range(PARTITIONS))
-    except KafkaException:
-        return 0
-    finally:
-        consumer.close()
+    return sum(end_offsets(target, topic, PARTITIONS))
 
 
 def test_kill_9_at_random_points_loses_no_record(kafka_pair, unique_name, tmp_path):

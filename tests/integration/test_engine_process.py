@@ -12,7 +12,6 @@ import time
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirror_engine.engine import Replicator
@@ -20,22 +19,13 @@ from mirror_engine.heartbeats import LatencyError, last_heartbeat, measure_laten
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.progress import load_progress
-from tests.integration.kafka_data import produce, read_partition
+from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, make_plan, plan_dict
 
 pytestmark = pytest.mark.integration
 
 RECORDS = 300_000
 PARTITIONS = 4
-
-
-def _end_offsets(cluster, topic: str) -> list[int]:
-    consumer = Consumer({**cluster.client_config(), "group.id": "test-ends"})
-    try:
-        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
-    finally:
-        consumer.close()
-
 
 
 def test_sigterm_stops_cleanly_and_a_restart_copies_nothing_twice(kafka_pair, unique_name, tmp_path):
@@ -68,7 +58,7 @@ def test_sigterm_stops_cleanly_and_a_restart_copies_nothing_twice(kafka_pair, un
     # A clean stop stores the progress of every record the target holds: the restart re-sends nothing.
     stopped_at = json.loads(stdout.strip().splitlines()[-1])["records"]
     progress = load_progress(target.client_config(), InternalTopics.for_plan(plan_from_dict(data)).progress)
-    target_ends = _end_offsets(target, topic)
+    target_ends = end_offsets(target, topic, PARTITIONS)
     assert [progress[(topic, p)].position for p in range(PARTITIONS)] == target_ends
     assert 0 < sum(target_ends) == stopped_at < RECORDS, "stop the engine mid-copy: make the data set larger"
 
