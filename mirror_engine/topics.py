@@ -117,6 +117,10 @@ _RETRIABLE = frozenset({
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._TRANSPORT,
     KafkaError._UNKNOWN_PARTITION,  # the client's cached metadata predates partitions just added
+    # A leader just elected (a new topic, a restarted broker) answers these until its epoch settles.
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.OFFSET_NOT_AVAILABLE,
 })
 
 
