@@ -213,7 +213,7 @@ _backfill = build_backfill_dag(_plan_files)
 
 
 def build_flow_control_dag(plan_files: list[Path]) -> DAG:
-    """Pause or resume a running flow's engines from the UI (they pick it up within a second)."""
+    """Start, pause, resume or stop a flow's engines from the UI (they pick it up within a second or two)."""
     with DAG(
         dag_id="kafka_migration_flow_control",
         schedule=None,
@@ -222,9 +222,10 @@ def build_flow_control_dag(plan_files: list[Path]) -> DAG:
         tags=["kafka-migration"],
         params={"plan": Param(str(plan_files[0]) if plan_files else "", type="string",
                               enum=[str(p) for p in plan_files] or None),
-                "action": Param("pause", enum=["pause", "resume"])},
-        doc_md="Pauses or resumes every engine of a plan's flow, wherever it runs, through the flow's control "
-               "topic on the target.",
+                "action": Param("pause", enum=["start", "pause", "resume", "stop"])},
+        doc_md="Starts, pauses, resumes or stops every engine of a plan's flow, wherever it runs, through the "
+               "flow's control topic on the target. Stop stores each engine's progress and releases its "
+               "partitions; start takes them up again from there.",
     ) as dag:
         FlowControlOperator(task_id="apply", plan_path="{{ params.plan }}", action="{{ params.action }}")
     return dag

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import socket
 import sys
 
 from confluent_kafka import KafkaException
 
 from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+from mirror_engine.control import FLOW_ACTIONS
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.progress import managed_target_topics
 
@@ -81,7 +84,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mirror_engine.engine import EngineError, Replicator
 
     plan = load_plan_argument(args)
-    replicator = Replicator(plan, *_reachable(plan))
+    if args.status_port is not None:
+        plan = plan.model_copy(update={"engine": plan.engine.model_copy(update={"status_port": args.status_port})})
+    replicator = Replicator(plan, *_reachable(plan), worker_id=args.worker_id if args.command == "worker" else None)
 
     def stop(signum: int, _frame: object) -> None:
         logging.getLogger("mirror_engine").info("signal %d: stopping after the in-flight records", signum)
@@ -185,15 +190,31 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_flow(args: argparse.Namespace) -> int:
+def _cmd_flows(args: argparse.Namespace) -> int:
     from mirror_engine.control import ControlChannel
 
     plan = load_plan_argument(args)
     _source, target_config = _reachable(plan)
-    ControlChannel(plan, target_config).set_flow_state("paused" if args.action == "pause" else "running")
-    print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}': "
-          f"{'paused' if args.action == 'pause' else 'running'} (engines apply it within a second)")
+    state = FLOW_ACTIONS[args.action]
+    ControlChannel(plan, target_config).set_flow_state(state)
+    print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}': {state} "
+          "(every engine of the flow applies it within a second or two)")
     return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from mirror_engine.status import flow_problems, read_worker_statuses, render_flow_status, replication_lag
+
+    plan = load_plan_argument(args)
+    source_config, target_config = _reachable(plan)
+    statuses = read_worker_statuses(plan, target_config, window_s=args.window)
+    if args.json:
+        lag = replication_lag(plan, source_config, target_config)
+        print(json.dumps({"workers": statuses, "stored_lag": {f"{t}[{p}]": n for (t, p), n in sorted(lag.items())}}))
+    else:
+        print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}'")
+        print(render_flow_status(statuses))
+    return 1 if flow_problems(statuses) else 0
 
 
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
@@ -223,11 +244,32 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--dry-run", action="store_true", help="let the target validate the changes, apply none")
     prepare.set_defaults(handler=_cmd_prepare)
 
-    run = commands.add_parser("run", help="copy the plan's topics until stopped (SIGTERM stops cleanly)")
-    _add_plan_source(run)
-    run.add_argument("--max-seconds", type=float, help="stop after this long")
+    run = commands.add_parser("run", help="copy all the plan's topics in this one process until stopped "
+                                          "(SIGTERM stops cleanly)")
+    worker = commands.add_parser("worker", help="copy the share of the plan's partitions that the flow's worker "
+                                                "group gives this process; start as many as needed, anywhere")
+    for parser_ in (run, worker):
+        _add_plan_source(parser_)
+        parser_.add_argument("--max-seconds", type=float, help="stop after this long")
+        parser_.add_argument("--status-port", type=int,
+                             help="loopback port of /status and /metrics (default engine.status_port; 0: any free)")
+        parser_.set_defaults(handler=_cmd_run)
     run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
-    run.set_defaults(handler=_cmd_run)
+    worker.add_argument("--worker-id", default=f"{socket.gethostname()}-{os.getpid()}",
+                        help="this worker's name, stable across restarts in exactly-once mode (a restarted worker "
+                             "then fences its predecessor's transaction at once); default host-pid")
+    worker.set_defaults(until_caught_up=False)
+
+    flows = commands.add_parser("flows", help="start, pause, resume or stop the plan's flow: every engine of it, "
+                                              "wherever it runs, through the flow's control topic")
+    flows.add_argument("action", choices=tuple(FLOW_ACTIONS))
+    _add_plan_source(flows)
+    flows.set_defaults(handler=_cmd_flows)
+
+    status = commands.add_parser("status", help="the flow's workers and lag per topic, from the status topic")
+    _add_plan_source(status)
+    status.add_argument("--window", type=float, default=300.0, help="seconds of status history to read")
+    status.set_defaults(handler=_cmd_status)
 
     latency = commands.add_parser(
         "latency", help="the age of the flow's last heartbeat on the target, and the time a heartbeat written "
@@ -235,11 +277,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_source(latency)
     latency.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the heartbeat")
     latency.set_defaults(handler=_cmd_latency)
-
-    flow = commands.add_parser("flow", help="pause or resume every engine of the plan's flow, wherever it runs")
-    flow.add_argument("action", choices=("pause", "resume"))
-    _add_plan_source(flow)
-    flow.set_defaults(handler=_cmd_flow)
 
     checkpoint = commands.add_parser(
         "checkpoint", help="write MM2-format checkpoints of the plan's groups and sync their offsets to the target "

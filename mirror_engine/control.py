@@ -1,7 +1,9 @@
 """The control topic of a flow on the target: instructions to the engines that run it, wherever they run.
 
 A compacted topic of JSON records keyed by what they control:
-- `flow` with state "paused" or "running": every engine of the flow stops or resumes fetching;
+- `flow` with state "running", "paused" or "stopped": every engine of the flow copies, stops fetching
+  (keeping its partitions), or stores its progress and releases its partitions (workers leave the
+  group) until the flow is started again;
 - `topic:<source topic>` with state "switched": the topic's producers moved to the target; no engine of
   the flow copies it again (its target copy has new writers);
 - `backfill:<source topic>` with state "pending" and, per partition, the snapshot offset B and the
@@ -23,6 +25,10 @@ from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.progress import read_topic_to_end
 
+FLOW_STATES = ("running", "paused", "stopped")
+# What people ask for, and the state it sets.
+FLOW_ACTIONS = {"start": "running", "resume": "running", "pause": "paused", "stop": "stopped"}
+
 
 @dataclass(frozen=True)
 class BackfillSnapshot:
@@ -37,7 +43,7 @@ class BackfillSnapshot:
 class ControlChanges:
     switched: set[str] = field(default_factory=set)
     backfilled: set[str] = field(default_factory=set)
-    flow_state: str | None = None  # "paused" or "running" when it changed
+    flow_state: str | None = None  # "running", "paused" or "stopped" when it changed
 
 
 class ControlChannel:
@@ -65,9 +71,9 @@ class ControlChannel:
         self._write(f"topic:{topic}", {"state": "switched"})
 
     def set_flow_state(self, state: str) -> None:
-        """Pause or resume every engine of the flow (they keep their assignment and progress)."""
-        if state not in ("paused", "running"):
-            raise ValueError(f"flow state must be 'paused' or 'running', got {state!r}")
+        """Start, pause or stop every engine of the flow, wherever it runs."""
+        if state not in FLOW_STATES:
+            raise ValueError(f"flow state must be one of {', '.join(FLOW_STATES)}, got {state!r}")
         self._write("flow", {"state": state})
 
     def hold_for_backfill(self, topic: str, partitions: dict[int, tuple[int, int]]) -> None:
@@ -110,7 +116,7 @@ class ControlChannel:
             return
         value = json.loads(raw)
         kind, _, name = key.partition(":")
-        if kind == "flow" and value.get("state") in ("paused", "running") and value["state"] != self.flow_state:
+        if kind == "flow" and value.get("state") in FLOW_STATES and value["state"] != self.flow_state:
             self.flow_state = changes.flow_state = value["state"]
         elif kind == "topic" and value.get("state") == "switched" and name not in self.switched_topics:
             self.switched_topics.add(name)

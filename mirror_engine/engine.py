@@ -8,14 +8,18 @@ discovery, logging) runs on timers between batches.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.clusters import admin_client, describe_cluster
@@ -26,6 +30,7 @@ from mirror_engine.partition_state import PartitionState
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import apply_actions, plan_preparation, render_actions
 from mirror_engine.progress import PartitionProgress, load_progress
+from mirror_engine.status_http import StatusServer
 from mirror_engine.topics import describe_topic_configs, list_offsets
 
 log = logging.getLogger(__name__)
@@ -59,7 +64,14 @@ def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
 
 
 class Replicator:
-    """One flow of one plan, in one process."""
+    """One flow of one plan, in one process.
+
+    Alone (`mirror-engine run`) it copies every partition of the plan's topics. As one of several
+    workers (`worker_id` given, `mirror-engine worker`) it copies the partitions Kafka's group
+    protocol gives it: the workers of a flow form the consumer group `mirror-engine.<plan>` on the
+    source with cooperative-sticky assignment; a worker stores the progress of partitions it gives
+    up, and takes partitions up from the stored progress.
+    """
 
     def __init__(
         self,
@@ -69,8 +81,12 @@ class Replicator:
         *,
         prepare_target: bool = True,
         on_progress: Callable[[Replicator], None] | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self.plan = plan
+        self.group_mode = worker_id is not None
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.exactly_once = plan.engine.exactly_once
         self.source_config = source_config
         self.target_config = target_config
         self.prepare_target = prepare_target
@@ -85,6 +101,14 @@ class Replicator:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self._stored: dict[TopicPartitionKey, PartitionProgress] = {}
+        self._initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
+        self._subscription: list[str] = []
+        self.flow_state = "running"
+        self.last_error = ""
+        self.status_snapshot: dict = {}
+        self._rate_base: tuple[float, dict[TopicPartitionKey, int]] = (time.monotonic(), {})
+        self._bytes_fetched: dict[TopicPartitionKey, int] = {}
+        self._status_server: StatusServer | None = None
 
     # ------------------------------------------------------------------ setup
     def _connect(self) -> None:
@@ -94,7 +118,7 @@ class Replicator:
         self._target_admin = admin_client(self.target_config)
         ensure_internal_topics(self._target_admin, self.topics)
         engine = self.plan.engine
-        self._producer = Producer({
+        producer_config: dict[str, object] = {
             **self.target_config,
             "enable.idempotence": True,
             "acks": "all",
@@ -103,12 +127,19 @@ class Replicator:
             "compression.type": engine.compression,
             "message.max.bytes": 100 * 1024 * 1024,  # let the broker judge record size per topic
             "queue.buffering.max.messages": 500_000,
+            "error_cb": self._on_client_error,
+        }
+        if self.exactly_once:
+            # The id outlives the process: a worker restarted with the same id fences its predecessor's
+            # open transaction at once instead of waiting for its timeout.
+            producer_config["transactional.id"] = f"mirror-engine.{self.plan.name}.{self.worker_id}"
+            producer_config["transaction.timeout.ms"] = int(engine.transaction_timeout_s * 1000)
+        else:
             # Any failed record is fatal rather than skipped: an acknowledged record then proves every
             # earlier record of its partition was written, so most records need no delivery callback.
-            "enable.gapless.guarantee": True,
-            "error_cb": self._on_client_error,
-        })
-        self._consumer = Consumer({
+            producer_config["enable.gapless.guarantee"] = True
+        self._producer = Producer(producer_config)
+        consumer_config: dict[str, object] = {
             **self.source_config,
             "group.id": f"mirror-engine.{self.plan.name}",
             "enable.auto.commit": False,
@@ -120,28 +151,47 @@ class Replicator:
             "fetch.max.bytes": 64 * 1024 * 1024,
             "max.partition.fetch.bytes": 8 * 1024 * 1024,
             "queued.max.messages.kbytes": 256 * 1024,
-        })
+            # Bytes fetched per partition, for the status, at no cost to the copy loop.
+            "statistics.interval.ms": max(1000, int(engine.status_interval_s * 1000)),
+            "stats_cb": self._on_consumer_stats,
+        }
+        if self.group_mode:
+            consumer_config.update({
+                "partition.assignment.strategy": "cooperative-sticky",
+                "session.timeout.ms": int(engine.session_timeout_s * 1000),
+                "heartbeat.interval.ms": int(engine.session_timeout_s * 1000 / 4),
+                # Partitions added on the source reach the group's assignment this soon.
+                "topic.metadata.refresh.interval.ms": int(engine.refresh_interval_s * 1000),
+            })
+        self._consumer = Consumer(consumer_config)
 
     def _prepare(self, initial: bool) -> None:
         """Create or update the target's topics (idempotent); at start, and at every refresh for discovery."""
         managed = frozenset(state.target_topic for state in self.states.values()) | frozenset(
             self.policy.format_remote_topic(self.plan.source.alias, topic) for topic, _ in self._stored
         )
-        prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True)
-        for warning in prepared.warnings:
-            log.warning("%s", warning)
-        if prepared.problems:
-            raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
-        if prepared.actions:
+        for attempt in range(3):
+            prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True)
+            if attempt == 0:
+                for warning in prepared.warnings:
+                    log.warning("%s", warning)
+            if prepared.problems:
+                raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
+            self._source_topics = prepared.source_topics
+            if not prepared.actions:
+                return
             log.info("preparing the target:\n%s", render_actions(prepared.actions))
             result = apply_actions(self.target_config, prepared.actions)
-            if result.failed:
-                failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
-                message = f"preparing the target failed: {failures}"
-                if initial:
-                    raise EngineError(message)
-                log.error("%s", message)
-        self._source_topics = prepared.source_topics
+            if not result.failed:
+                return
+            failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
+            # Another worker of the flow may have made the same change a moment earlier: plan again.
+            log.info("preparing the target: %s; planning again", failures)
+            time.sleep(1)
+        message = f"preparing the target failed: {failures}"
+        if initial:
+            raise EngineError(message)
+        log.error("%s", message)
 
     def _describe_targets(self, topics: list[str]) -> None:
         for topic in topics:
@@ -170,16 +220,22 @@ class Replicator:
             offsets = {k: (v if v >= 0 else latest[k]) for k, v in offsets.items()}
         return {p: offsets[(topic, p)] for p in partitions}
 
-    def _assign_new_partitions(self, stored: dict[TopicPartitionKey, PartitionProgress], discovered: bool) -> None:
+    def _plan_partitions(self) -> set[TopicPartitionKey]:
+        """Every source partition of the plan's topics, as the source shows them now."""
         metadata = self._source_admin.list_topics(timeout=15).topics
-        wanted = {
-            (topic, p)
-            for topic in self._source_topics if topic in metadata and topic not in self._control.switched_topics
-            for p in metadata[topic].partitions
-        }
-        new = sorted(wanted - set(self.states))
-        held = self._hold_for_backfill(new, stored)
-        new = [key for key in new if key not in held]
+        return {(topic, p) for topic in self._source_topics if topic in metadata for p in metadata[topic].partitions}
+
+    def _assign_new_partitions(self, stored: dict[TopicPartitionKey, PartitionProgress],
+                               offered: list[TopicPartitionKey] | None = None) -> None:
+        """Start copying partitions: alone, every partition of the plan not copied yet; as a worker, the
+        partitions the group just `offered`, which must all be assigned (those that cannot be copied paused)."""
+        if offered is None:
+            wanted = {key for key in self._plan_partitions() if key[0] not in self._control.switched_topics}
+            new = sorted(wanted - set(self.states))
+            held = self._hold_for_backfill(new, stored)
+            new = [key for key in new if key not in held]
+        else:  # the subscription leaves out switched topics and those waiting for their backfill
+            new = sorted(set(offered) - set(self.states))
         if not new:
             return
         topics = sorted({topic for topic, _ in new})
@@ -191,16 +247,18 @@ class Replicator:
             self._target_admin, [TopicPartition(self._target_topic[t], p) for t, p in new], OffsetSpec.latest()
         )
         self._producer_knows(new)
-        fresh: dict[str, list[int]] = {}
-        for topic, partition in new:
-            if (topic, partition) not in stored:
-                fresh.setdefault(topic, []).append(partition)
+        # Partitions without stored progress start at the plan's start, or at their beginning when they
+        # appeared after this engine started (a new topic or added partitions: all their records are new).
+        fresh: dict[tuple[str, bool], list[int]] = {}
+        for key in new:
+            if key not in stored:
+                fresh.setdefault((key[0], key not in self._initial_partitions), []).append(key[1])
         starts = {
             (topic, p): offset
-            for topic, partitions in fresh.items()
+            for (topic, discovered), partitions in fresh.items()
             for p, offset in self._start_offset(topic, partitions, discovered).items()
         }
-        assignment = []
+        assignment, stopped = [], []
         for topic, partition in new:
             key = (topic, partition)
             progress = stored.get(key)
@@ -215,17 +273,21 @@ class Replicator:
             gap = self._gap(state, progress, earliest[key], latest[key])
             if gap:
                 if not self.plan.engine.allow_gaps:
-                    state.failed = gap
-                    log.error("%s[%d]: %s", topic, partition, gap)
+                    state.failed = self.last_error = f"{topic}[{partition}]: {gap}"
+                    log.error("%s", state.failed)
+                    if offered is not None:  # the group gave it to this worker: hold it, paused
+                        stopped.append(TopicPartition(topic, partition, position))
                     continue
                 log.warning("%s[%d]: %s; skipping it because engine.allow_gaps is set", topic, partition, gap)
                 state.start_position = state.produced_next = state.acked_next = earliest[key]
                 position = earliest[key]
             assignment.append(TopicPartition(topic, partition, position))
-        if assignment:
-            assert self._consumer is not None
-            self._consumer.incremental_assign(assignment)
-            if self._control.flow_state == "paused":
+        assert self._consumer is not None
+        if assignment or stopped:
+            self._consumer.incremental_assign(assignment + stopped)
+            if stopped:
+                self._consumer.pause(stopped)
+            if self.flow_state == "paused" and assignment:
                 self._consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         self._write_progress(force=True)
@@ -270,7 +332,12 @@ class Replicator:
         progress = load_progress(self.target_config, self.topics.progress)
         self._stored.update({key: value for key, value in progress.items() if key[0] in topics})
         log.info("backfill done for %s: copying on from the backfill's end", ", ".join(sorted(topics)))
-        self._assign_new_partitions(self._stored, discovered=False)
+        if self.flow_state == "stopped":
+            return
+        if self.group_mode:
+            self._subscribe()
+        else:
+            self._assign_new_partitions(self._stored)
 
     def _producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
         """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
@@ -302,6 +369,118 @@ class Replicator:
             return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
                     "they were copied")
         return ""
+
+    # ------------------------------------------------------------------ taking and giving up partitions
+    def _acquire(self) -> None:
+        """Start copying: alone, every partition of the plan; as a worker, join the flow's group."""
+        if self.group_mode:
+            self._subscribe()
+        else:
+            self._assign_new_partitions(self._stored)
+
+    def _subscribe(self) -> None:
+        """Subscribe to the topics to copy now (again when they change: the group then rebalances)."""
+        pending_backfill = {topic for topic, _ in self._hold_for_backfill(
+            sorted(key for key in self._plan_partitions() if key not in self._stored), self._stored)}
+        topics = sorted(set(self._source_topics) - self._control.switched_topics - pending_backfill)
+        if topics == self._subscription:
+            return
+        self._subscription = topics
+        assert self._consumer is not None
+        if topics:
+            self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                     on_lost=self._on_lost)
+        else:
+            self._consumer.unsubscribe()
+        log.info("worker %s subscribed to %d topic(s) of the flow", self.worker_id, len(topics))
+
+    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        offered = [(tp.topic, tp.partition) for tp in partitions]
+        if not offered:
+            return
+        # The previous owner stored its progress before giving the partitions up: read it now.
+        latest = load_progress(self.target_config, self.topics.progress)
+        for key in offered:
+            if key in latest:
+                self._stored[key] = latest[key]
+            else:
+                self._stored.pop(key, None)
+        self._assign_new_partitions(self._stored, offered)
+        log.info("worker %s took %d partition(s) from the group: %s", self.worker_id, len(offered),
+                 _describe_keys(offered))
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._release([key for key in keys if key in self.states])
+        self._consumer.incremental_unassign(partitions)  # type: ignore[union-attr]
+        if keys:
+            log.info("worker %s gave up %d partition(s) to the group: %s", self.worker_id, len(keys),
+                     _describe_keys(keys))
+
+    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """The group gave these partitions to others while this worker was silent: write nothing more for them."""
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        if self.exactly_once:
+            # The open transaction holds records of the lost partitions: it must not commit.
+            self.fatal = (f"worker {self.worker_id} lost {len(keys)} partition(s) to the group (it was silent longer "
+                          f"than engine.session_timeout_s); its open transaction is abandoned: restart it")
+            return
+        for key in keys:
+            self.states.pop(key, None)
+        self._consumer.incremental_unassign(partitions)  # type: ignore[union-attr]
+        log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), _describe_keys(keys))
+
+    def _release(self, keys: list[TopicPartitionKey]) -> None:
+        """Store the final progress of these partitions and stop copying them (the caller unassigns them)."""
+        if not keys:
+            return
+        if self.exactly_once:
+            if not self.fatal:  # after a fatal error the open transaction must not commit
+                self._commit_transaction()
+        else:
+            remaining = self._producer.flush(60)  # type: ignore[union-attr]
+            if remaining:
+                log.error("%d records not acknowledged by the target while giving partitions up; the next owner "
+                          "copies them again", remaining)
+            self._write_progress(keys)
+            self._producer.flush(30)  # type: ignore[union-attr]
+        for key in keys:
+            del self.states[key]
+
+    def _release_all(self) -> None:
+        if self.group_mode:
+            self._subscription = []
+            self._consumer.unsubscribe()  # type: ignore[union-attr]  # the revocation stores the progress
+        else:
+            keys = list(self.states)
+            self._release(keys)
+            self._consumer.incremental_unassign([TopicPartition(*key) for key in keys])  # type: ignore[union-attr]
+
+    def _apply_flow_state(self, state: str) -> None:
+        previous, self.flow_state = self.flow_state, state
+        if state == "stopped":
+            self._release_all()
+            log.info("flow stopped: progress stored, partitions released")
+        elif previous == "stopped":
+            self._acquire()
+            log.info("flow started%s", " (paused)" if state == "paused" else "")
+        else:
+            self._set_paused(state == "paused")
+
+    def _commit_transaction(self, begin_next: bool = True) -> None:
+        """Exactly-once: commit the copied records with their offset-syncs and the progress they reach."""
+        producer = self._producer
+        assert producer is not None
+        try:
+            if producer.flush(60):  # every record acknowledged: their callbacks queue the offset-syncs
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "records not acknowledged in 60 s"))
+            producer.flush(30)
+            self._write_progress()
+            producer.commit_transaction(60)
+            if begin_next:
+                producer.begin_transaction()
+        except KafkaException as error:
+            self.fatal = f"committing the transaction on the target failed (nothing of it counts as copied): {error}"
 
     # ------------------------------------------------------------------ the hot path
     def _copy(self, messages: list[Message]) -> None:
@@ -396,8 +575,9 @@ class Replicator:
             if state.acked_source > state.last_synced_source and not state.failed:
                 self._send_sync(state, state.acked_source, state.acked_target)
 
-    def _write_progress(self, force: bool = False) -> None:
-        for state in self.states.values():
+    def _write_progress(self, keys: list[TopicPartitionKey] | None = None, force: bool = False) -> None:
+        states = self.states.values() if keys is None else [self.states[key] for key in keys]
+        for state in states:
             position = state.copied_position()
             if position != state.stored_position or force:
                 progress = PartitionProgress(
@@ -439,6 +619,7 @@ class Replicator:
             return
         state.failed = reason
         state.failed_at = at_offset
+        self.last_error = f"{state.topic}[{state.partition}]: {reason}"
         log.error("stopped copying %s[%d]: %s", state.topic, state.partition, reason)
         if self._consumer is not None:
             self._consumer.pause([TopicPartition(state.topic, state.partition)])
@@ -452,21 +633,29 @@ class Replicator:
         self._connect()
         self._control = ControlChannel(self.plan, self.target_config)
         self._control.load()
-        stored = load_progress(self.target_config, self.topics.progress)
-        self._stored = stored
+        self.flow_state = self._control.flow_state
+        self._stored = load_progress(self.target_config, self.topics.progress)
         if self.prepare_target:
             self._prepare(initial=True)
         else:
             self._source_topics = sorted(t for t in self._source_admin.list_topics(timeout=15).topics
                                          if self.plan.replicates_topic(t))
-        self._assign_new_partitions(stored, discovered=False)
+        self._initial_partitions = self._plan_partitions()
+        consumer, producer = self._consumer, self._producer
+        assert consumer is not None and producer is not None
+        if self.exactly_once:
+            producer.init_transactions(60)  # fences a predecessor with this worker's id and aborts what it left
+            producer.begin_transaction()
+        self._start_status_server()
+        if self.flow_state != "stopped":
+            self._acquire()
+        if self.flow_state == "stopped":
+            log.info("the flow is stopped: waiting for `mirror-engine flows start`")
 
         engine = self.plan.engine
         started = time.monotonic()
         timers = {"progress": started, "sync": started, "heartbeat": 0.0, "refresh": started, "log": started,
-                  "control": started}
-        consumer, producer = self._consumer, self._producer
-        assert consumer is not None and producer is not None
+                  "control": started, "status": 0.0}
         try:
             while not self._stop.is_set() and not self.fatal:
                 self._copy(consumer.consume(engine.batch_size, timeout=0.2))
@@ -478,22 +667,28 @@ class Replicator:
                     self._send_periodic_syncs()
                     timers["sync"] = now
                 if now - timers["progress"] >= engine.progress_interval_s:
-                    self._write_progress()
+                    if self.exactly_once:
+                        self._commit_transaction()
+                    else:
+                        self._write_progress()
                     timers["progress"] = now
                     if self.on_progress:
                         self.on_progress(self)
+                if now - timers["status"] >= engine.status_interval_s:
+                    self._publish_status()
+                    timers["status"] = now
                 if now - timers["log"] >= engine.log_interval_s:
                     self._log_progress(now - started)
                     timers["log"] = now
                 if now - timers["control"] >= 1.0:
                     changes = self._control.poll()
                     if changes.flow_state:
-                        self._set_paused(changes.flow_state == "paused")
+                        self._apply_flow_state(changes.flow_state)
                     self._stop_switched_topics(changes.switched)
                     self._resume_backfilled(changes.backfilled)
                     timers["control"] = now
                 if now - timers["refresh"] >= engine.refresh_interval_s:
-                    self._refresh(stored)
+                    self._refresh()
                     timers["refresh"] = now
                 if max_seconds is not None and now - started >= max_seconds:
                     break
@@ -519,20 +714,26 @@ class Replicator:
         """Producers of these topics moved to the target: store the final progress and copy them no more."""
         if not topics:
             return
-        keys = [key for key in self.states if key[0] in topics]
-        self._write_progress(force=True)
-        if keys:
+        if self.group_mode:
+            self._subscribe()  # the group revokes the topics' partitions; the revocation stores their progress
+        else:
+            keys = [key for key in self.states if key[0] in topics]
+            self._release(keys)
             self._consumer.incremental_unassign([TopicPartition(*key) for key in keys])  # type: ignore[union-attr]
-        for key in keys:
-            del self.states[key]
         log.info("stopped copying %s: producers switched to the target", ", ".join(sorted(topics)))
 
-    def _refresh(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
+    def _refresh(self) -> None:
         """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
         try:
             self._prepare(initial=False)
-            self._assign_new_partitions(stored, discovered=True)
+            if self.flow_state == "stopped":
+                return
+            if self.group_mode:
+                self._subscribe()  # added partitions reach the group through the consumer's metadata
+            else:
+                self._assign_new_partitions(self._stored)
         except Exception as error:  # a failed refresh must not stop copying what is assigned
+            self.last_error = f"refresh failed: {error}"
             log.error("refresh failed (copying goes on, retried next interval): %s", error, exc_info=True)
 
     def caught_up(self) -> bool:
@@ -550,6 +751,17 @@ class Replicator:
             _low, high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)  # type: ignore[union-attr]
             lags[key] = max(0, (high if high >= 0 else state.end_seen) - state.copied_position())
         return lags
+
+    def _source_lag(self) -> dict[TopicPartitionKey, int]:
+        """Records not yet copied per partition, against the source's ends asked now (the consumer's cached
+        watermarks stand still while partitions are paused)."""
+        try:
+            ends = list_offsets(self._source_admin, [TopicPartition(*key) for key in self.states], OffsetSpec.latest(),
+                                timeout_s=5)
+        except KafkaException as error:
+            log.debug("source ends unavailable, using the consumer's: %s", error)
+            return self.lag()
+        return {key: max(0, ends[key] - state.copied_position()) for key, state in self.states.items()}
 
     def _log_progress(self, elapsed: float) -> None:
         """One summary line, then one line per partition that is behind, failed or moved since the last log."""
@@ -569,18 +781,96 @@ class Replicator:
                      state.target_topic, position, lag[key], latency, state.records_copied,
                      f", STOPPED: {state.failed}" if state.failed else "")
 
+    # ------------------------------------------------------------------ status
+    def _start_status_server(self) -> None:
+        port = self.plan.engine.status_port
+        if port < 0:
+            return
+        try:
+            self._status_server = StatusServer(lambda: self.status_snapshot, port)
+        except OSError as error:
+            raise EngineError(f"cannot serve the status on 127.0.0.1:{port}: {error} (set engine.status_port, or "
+                              "--status-port, to a free port, or 0 for any)") from error
+        log.info("status of worker %s on %s/status and %s/metrics", self.worker_id, self._status_server.url,
+                 self._status_server.url)
+
+    def _on_consumer_stats(self, stats_json: str) -> None:
+        for topic, data in json.loads(stats_json).get("topics", {}).items():
+            for partition, numbers in data.get("partitions", {}).items():
+                if partition != "-1":
+                    self._bytes_fetched[(topic, int(partition))] = int(numbers.get("rxbytes", 0))
+
+    def build_status(self, exiting: bool = False) -> dict:
+        """This worker's status snapshot (see `mirror_engine.status`)."""
+        now_ms = int(time.time() * 1000)
+        now = time.monotonic()
+        base_time, base = self._rate_base
+        elapsed = max(now - base_time, 1e-3)
+        lag = self._source_lag() if self.states and not exiting else {}
+        partitions = []
+        for key, state in sorted(self.states.items()):
+            behind = lag.get(key, 0)
+            copied_before, bytes_before = base.get(key, (state.records_copied, self._bytes_fetched.get(key, 0)))
+            rate = (state.records_copied - copied_before) / elapsed
+            # At most this far behind: the next record to copy is no older than the last one copied.
+            behind_ms = None if state.last_timestamp_ms < 0 else now_ms - state.last_timestamp_ms
+            partitions.append({
+                "topic": state.topic, "partition": state.partition, "target_topic": state.target_topic,
+                "position": state.copied_position(), "lag": behind, "lag_ms": behind_ms if behind else 0,
+                "records_copied": state.records_copied, "records_per_s": round(rate, 1),
+                "bytes_fetched": self._bytes_fetched.get(key, 0),
+                "bytes_per_s": round((self._bytes_fetched.get(key, 0) - bytes_before) / elapsed, 1),
+                "catch_up_s": 0 if not behind else (round(behind / rate, 1) if rate > 0 else None),
+                "replication_latency_ms": state.latency_ms if state.latency_ms >= 0 else None,
+                "record_age_ms": state.record_age_ms if state.record_age_ms >= 0 else None,
+                "failed": state.failed or None,
+            })
+        self._rate_base = (now, {key: (state.records_copied, self._bytes_fetched.get(key, 0))
+                                 for key, state in self.states.items()})
+        return {
+            "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
+            "worker": self.worker_id, "mode": "worker" if self.group_mode else "single",
+            "exactly_once": self.exactly_once, "state": "exited" if exiting else self.flow_state,
+            "updated_ms": now_ms, "interval_s": self.plan.engine.status_interval_s,
+            "http": self._status_server.url if self._status_server else None,
+            "records_copied": sum(p["records_copied"] for p in partitions),
+            "records_per_s": round(sum(p["records_per_s"] for p in partitions), 1),
+            "lag": sum(p["lag"] for p in partitions),
+            "last_error": self.fatal or self.last_error or None,
+            "partitions": partitions,
+        }
+
+    def _publish_status(self, exiting: bool = False) -> None:
+        """Refresh the HTTP snapshot and write it to the status topic (skipped, not waited for, when the
+        producer's queue is full: the next one follows within an interval)."""
+        self.status_snapshot = self.build_status(exiting)
+        with contextlib.suppress(BufferError):
+            self._producer.produce(self.topics.status, json.dumps(self.status_snapshot).encode(),  # type: ignore[union-attr]
+                                   self.worker_id.encode(), 0, self._on_internal_delivery)
+
     def _shutdown(self) -> None:
         """Wait for every in-flight record and sync, store the final progress, close the clients."""
         producer, consumer = self._producer, self._consumer
+        if consumer is not None and self.group_mode:
+            consumer.close()  # leaves the group: the revocation stores the progress of this worker's partitions
         if producer is not None:
-            remaining = producer.flush(60)
-            if remaining:
-                log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
-                          "on the next start", remaining)
-            self._write_progress()
-            producer.flush(30)
-        if consumer is not None:
+            self._publish_status(exiting=True)
+            if self.exactly_once:
+                if not self.fatal:
+                    self._commit_transaction(begin_next=False)
+                else:
+                    _abort_quietly(producer)
+            else:
+                remaining = producer.flush(60)
+                if remaining:
+                    log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
+                              "on the next start", remaining)
+                self._write_progress()
+                producer.flush(30)
+        if consumer is not None and not self.group_mode:
             consumer.close()
+        if self._status_server is not None:
+            self._status_server.close()
 
     def summary(self, seconds: float) -> RunSummary:
         return RunSummary(
@@ -588,3 +878,18 @@ class Replicator:
             seconds=seconds,
             failed_partitions={f"{s.topic}[{s.partition}]": s.failed for s in self.states.values() if s.failed},
         )
+
+
+def _abort_quietly(producer: Producer) -> None:
+    """Abort the open transaction if the producer still can (the target aborts it at its timeout otherwise)."""
+    try:
+        producer.abort_transaction(10)
+    except KafkaException as error:
+        log.warning("aborting the open transaction failed (the target aborts it at its timeout): %s", error)
+
+
+def _describe_keys(keys: list[TopicPartitionKey]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(keys):
+        by_topic.setdefault(topic, []).append(partition)
+    return ", ".join(f"{topic}{partitions}" for topic, partitions in by_topic.items())

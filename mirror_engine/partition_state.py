@@ -47,6 +47,8 @@ class PartitionState:
     logged_position: int = -1  # the position in the last periodic progress log
     records_copied: int = 0
     latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
+    record_age_ms: int = -1  # at the same record: the time it was handed to the producer minus its timestamp
+    last_timestamp_ms: int = -1  # the timestamp of that record
     failed: str = ""  # why copying this partition stopped, if it did
     failed_at: int = FAR  # the source offset of the record that could not be copied
     # Set by the engine: called with (state, source, target) when (target - source) changes,
@@ -60,6 +62,7 @@ class PartitionState:
     def callback(self, source: int, boundary: bool) -> Callable[[Any, Any], None]:
         """The delivery callback of a record that carries one (see the class docstring)."""
         self.callbacks_pending += 1
+        handed_ms = int(time.time() * 1000)
 
         def delivered(error: Any, message: Any) -> None:
             self.callbacks_pending -= 1
@@ -69,7 +72,10 @@ class PartitionState:
                                 source)
                 return
             target = message.offset()
-            self.latency_ms = int(time.time() * 1000) - message.timestamp()[1]
+            timestamp = message.timestamp()[1]
+            self.latency_ms = int(time.time() * 1000) - timestamp
+            self.record_age_ms = handed_ms - timestamp
+            self.last_timestamp_ms = timestamp
             self.acked_next = source + 1
             self.acked_source, self.acked_target = source, target
             self.target_position = target + 1

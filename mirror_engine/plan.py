@@ -166,10 +166,20 @@ class EngineSpec(_Strict):
     # latency measurable end to end (`mirror-engine latency`). Off by default: two plans from the same source
     # alias to the same target would both write the one replica topic.
     replicate_heartbeats: bool = False
+    # Records, offset-syncs and progress written in one transaction on the target: read_committed consumers
+    # there see each source record once, through crashes and rebalances.
     exactly_once: bool = False
+    # A transaction left open by a crashed worker hides later records from read_committed readers until
+    # the target aborts it after this long; the engine commits far more often (every progress_interval_s).
+    transaction_timeout_s: Annotated[float, Field(ge=5, le=900)] = 30.0
     # Skip records the source deleted before they were copied, instead of stopping the partition.
     allow_gaps: bool = False
-    status_port: Annotated[int, Field(ge=0, le=65535)] = 0
+    # Workers (`mirror-engine worker`): how long a silent worker keeps its partitions before the others take them.
+    session_timeout_s: Annotated[float, Field(ge=6, le=300)] = 10.0
+    status_interval_s: Annotated[float, Field(gt=0)] = 5.0  # status records and the HTTP status's refresh
+    # The loopback HTTP port of /status and /metrics: 0 picks a free one (logged, and in the status records),
+    # -1 serves none.
+    status_port: Annotated[int, Field(ge=-1, le=65535)] = 0
 
     @field_validator("start_from")
     @classmethod

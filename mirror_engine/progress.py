@@ -66,9 +66,10 @@ def parse_progress(key: bytes, value: bytes | None) -> tuple[tuple[str, int], Pa
     )
 
 
-def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0) -> list:
-    """Every record of partition 0 of a small internal topic, from the beginning to its current end
-    (none when the topic does not exist: the flow never wrote it)."""
+def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0, since_ms: int | None = None) -> list:
+    """Every record of partition 0 of a small internal topic, from the beginning (or the first record
+    written at or after `since_ms`) to its current end (none when the topic does not exist: the flow
+    never wrote it). Records of open or aborted transactions are left out."""
     if topic not in admin_client(config).list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
         return []
     consumer = Consumer({
@@ -83,7 +84,12 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
         high = list_offsets(admin, tp, OffsetSpec.latest(), timeout_s)[(topic, 0)]
         if high <= low:
             return []
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        start = OFFSET_BEGINNING
+        if since_ms is not None:
+            start = list_offsets(admin, tp, OffsetSpec.for_timestamp(since_ms), timeout_s)[(topic, 0)]
+            if start < 0:  # nothing written since then
+                return []
+        consumer.assign([TopicPartition(topic, 0, start)])
         records = []
         deadline = time.monotonic() + timeout_s
         while True:

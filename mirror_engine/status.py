@@ -1,6 +1,17 @@
-"""How far a flow has copied: per-partition lag from the engine's stored progress and the source's ends."""
+"""How far a flow has copied, and how its workers are doing.
+
+- `replication_lag`: per-partition lag from the stored progress and the source's ends (exact, whether
+  or not any engine runs);
+- worker status: each engine publishes a JSON snapshot (flow state, per-partition position, lag in
+  records and ms, throughput, time to catch up, last error) every `engine.status_interval_s` to the
+  flow's status topic, keyed by worker id, and serves it on loopback HTTP as JSON and as Prometheus
+  metrics named after MirrorMaker 2's (`record-count`, `byte-rate`, `replication-latency-ms`, ...).
+"""
 
 from __future__ import annotations
+
+import json
+import time
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -9,7 +20,7 @@ from mirror_engine.clusters import admin_client
 from mirror_engine.control import ControlChannel
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.progress import load_progress
+from mirror_engine.progress import load_progress, read_topic_to_end
 from mirror_engine.topics import list_offsets
 
 
@@ -30,3 +41,134 @@ def replication_lag(plan: MigrationPlan, source_config: dict[str, str],
     earliest = list_offsets(source_admin, tps, OffsetSpec.earliest())
     return {key: max(0, end - (progress[key].position if key in progress else earliest[key]))
             for key, end in ends.items()}
+
+
+# ---------------------------------------------------------------------------- worker status
+STALE_AFTER_INTERVALS = 3  # a worker silent this many status intervals is reported as not running
+
+
+def read_worker_statuses(plan: MigrationPlan, target_config: dict[str, str],
+                         window_s: float = 300.0) -> list[dict]:
+    """The latest status of every worker of the flow that published in the last `window_s`, by worker id."""
+    topic = InternalTopics.for_plan(plan).status
+    latest: dict[str, dict] = {}
+    for message in read_topic_to_end(target_config, topic, since_ms=int((time.time() - window_s) * 1000)):
+        if message.value() is not None:
+            status = json.loads(message.value())
+            latest[status["worker"]] = status
+    return [latest[worker] for worker in sorted(latest)]
+
+
+def is_live(status: dict, now_ms: int | None = None) -> bool:
+    """The worker runs: it has not exited and published within a few of its intervals."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    silent_ms = now_ms - status["updated_ms"]
+    return status["state"] != "exited" and silent_ms <= STALE_AFTER_INTERVALS * status["interval_s"] * 1000
+
+
+def flow_problems(statuses: list[dict]) -> list[str]:
+    """What the live workers report as broken: stopped partitions and their last errors."""
+    problems = []
+    for status in statuses:
+        if not is_live(status):
+            continue
+        for part in status["partitions"]:
+            if part.get("failed"):
+                problems.append(f"worker {status['worker']}: {part['topic']}[{part['partition']}]: {part['failed']}")
+        if status.get("last_error") and not any(status["last_error"] in p for p in problems):
+            problems.append(f"worker {status['worker']}: {status['last_error']}")
+    return problems
+
+
+def render_flow_status(statuses: list[dict], now_ms: int | None = None) -> str:
+    """Workers, then lag per topic, as readable tables."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    if not statuses:
+        return "no worker of this flow published a status recently (is any running?)"
+    lines = [f"{'worker':<28} {'state':<8} {'mode':<11} {'parts':>5} {'rec/s':>10} {'lag':>10} {'seen':>6}  status url"]
+    topics: dict[str, dict[str, float]] = {}
+    for status in statuses:
+        live = is_live(status, now_ms)
+        state = status["state"] if live or status["state"] == "exited" else "silent"
+        mode = ("eos " if status.get("exactly_once") else "alo ") + status["mode"]
+        seen_s = (now_ms - status["updated_ms"]) / 1000
+        lines.append(f"{status['worker'][:28]:<28} {state:<8} {mode:<11} {len(status['partitions']):>5} "
+                     f"{status['records_per_s']:>10,.0f} {status['lag']:>10,} {seen_s:>5.0f}s"
+                     f"  {status.get('http') or '-'}")
+        if not live:
+            continue
+        for part in status["partitions"]:
+            row = topics.setdefault(part["topic"], {"partitions": 0, "lag": 0, "lag_ms": 0.0, "rate": 0.0,
+                                                    "failed": 0, "copied": 0})
+            row["partitions"] += 1
+            row["lag"] += part["lag"]
+            row["lag_ms"] = max(row["lag_ms"], part["lag_ms"] or 0)
+            row["rate"] += part["records_per_s"]
+            row["failed"] += 1 if part.get("failed") else 0
+            row["copied"] += part["records_copied"]
+    lines += ["", f"{'topic':<40} {'parts':>5} {'lag':>10} {'lag ms':>9} {'rec/s':>10} {'catch up':>9} {'stopped':>7}"]
+    for topic, row in sorted(topics.items()):
+        catch_up = "-" if not row["lag"] else (f"{row['lag'] / row['rate']:.0f}s" if row["rate"] > 0 else "never")
+        lines.append(f"{topic[:40]:<40} {row['partitions']:>5} {int(row['lag']):>10,} {int(row['lag_ms']):>9,} "
+                     f"{row['rate']:>10,.0f} {catch_up:>9} {int(row['failed']):>7}")
+    problems = flow_problems(statuses)
+    if problems:
+        lines += ["", "problems:"] + [f"  {problem}" for problem in problems]
+    return "\n".join(lines)
+
+
+_METRICS = (
+    # (name, type, help, field of a partition's status) -- names follow MM2's MirrorSourceConnector metrics.
+    ("mirror_source_record_count", "counter", "Records copied to the target by this worker.", "records_copied"),
+    ("mirror_source_record_rate", "gauge", "Records copied per second over the last status interval.",
+     "records_per_s"),
+    ("mirror_source_byte_count", "counter", "Record bytes fetched from the source by this worker.", "bytes_fetched"),
+    ("mirror_source_byte_rate", "gauge", "Record bytes fetched per second over the last status interval.",
+     "bytes_per_s"),
+    ("mirror_source_replication_latency_ms", "gauge",
+     "At the last sampled record: target acknowledgement time minus the record's timestamp.",
+     "replication_latency_ms"),
+    ("mirror_source_record_age_ms", "gauge",
+     "At the last sampled record: the time it was read from the source minus its timestamp.", "record_age_ms"),
+    ("mirror_engine_lag_records", "gauge", "Source records not yet copied.", "lag"),
+    ("mirror_engine_lag_ms", "gauge",
+     "How far behind the copy is in time (at most): now minus the timestamp of the last copied record, 0 when "
+     "caught up.", "lag_ms"),
+    ("mirror_engine_catch_up_seconds", "gauge", "Lag divided by the recent copy rate.", "catch_up_s"),
+)
+
+
+def _label_value(value: object) -> str:
+    return str(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _labels(**labels: object) -> str:
+    return "{" + ",".join(f'{name}="{_label_value(value)}"' for name, value in labels.items()) + "}"
+
+
+def prometheus_text(status: dict) -> str:
+    """A worker's status snapshot in the Prometheus text exposition format (version 0.0.4)."""
+    if not status:
+        return ""
+    flow = {"source": status["source"], "target": status["target"]}
+    lines = []
+    for name, kind, help_text, field in _METRICS:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+        for part in status["partitions"]:
+            value = part.get(field)
+            if value is not None:
+                labels = _labels(**flow, topic=part["topic"], partition=part["partition"])
+                lines.append(f"{name}{labels} {value}")
+    lines += ["# HELP mirror_engine_partition_stopped 1 for a partition the worker stopped copying (see last error).",
+              "# TYPE mirror_engine_partition_stopped gauge"]
+    for part in status["partitions"]:
+        labels = _labels(**flow, topic=part["topic"], partition=part["partition"])
+        lines.append(f"mirror_engine_partition_stopped{labels} {1 if part.get('failed') else 0}")
+    lines += ["# HELP mirror_engine_flow_state The flow state this worker applies (1 for the current one).",
+              "# TYPE mirror_engine_flow_state gauge"]
+    for state in ("running", "paused", "stopped", "exited"):
+        lines.append(f"mirror_engine_flow_state{_labels(**flow, state=state)} {1 if status['state'] == state else 0}")
+    lines += ["# HELP mirror_engine_assigned_partitions Partitions this worker copies.",
+              "# TYPE mirror_engine_assigned_partitions gauge",
+              f"mirror_engine_assigned_partitions{_labels(**flow)} {len(status['partitions'])}"]
+    return "\n".join(lines) + "\n"

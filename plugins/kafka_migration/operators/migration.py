@@ -270,7 +270,7 @@ class SwitchProducersOperator(MigrationOperator):
 
 
 class FlowControlOperator(MigrationOperator):
-    """Pause or resume every engine of the plan's flow, through the flow's control topic."""
+    """Start, pause, resume or stop every engine of the plan's flow, through the flow's control topic."""
 
     stage = "replicate"
     template_fields = ("plan_path", "action")
@@ -280,12 +280,12 @@ class FlowControlOperator(MigrationOperator):
         self.action = action
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.control import ControlChannel
+        from mirror_engine.control import FLOW_ACTIONS, ControlChannel
 
-        if self.action not in ("pause", "resume"):
-            raise AirflowFailException(f"action must be 'pause' or 'resume', got {self.action!r}")
+        if self.action not in FLOW_ACTIONS:
+            raise AirflowFailException(f"action must be one of {', '.join(FLOW_ACTIONS)}, got {self.action!r}")
         hook = self.hook()
         _source, target = hook.client_configs()
-        ControlChannel(hook.plan, target).set_flow_state("paused" if self.action == "pause" else "running")
+        ControlChannel(hook.plan, target).set_flow_state(FLOW_ACTIONS[self.action])
         self.log.info("flow of plan '%s': %s", hook.plan.name, self.action)
         return {"action": self.action}
