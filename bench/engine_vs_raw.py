@@ -8,6 +8,11 @@ settings (acks=all, idempotence, lz4, linger 20 ms, 1 MiB batches):
   every partition is caught up (start-up included).
 The ratio engine/raw is what to compare across runs; absolute rates vary with the machine's load.
 
+A second table copies the 100 B data set with `mirror-engine worker` processes sharing the flow
+through the group protocol: one worker vs two, at-least-once vs exactly-once (records, offset-syncs
+and progress in one transaction per progress interval), each into fresh target topics, timed from
+the workers' start until the stored progress shows lag 0 (group join and rebalance included).
+
     .venv/bin/python bench/engine_vs_raw.py            # full size: 1,000,000 x 100 B and 200,000 x 1 KiB
     .venv/bin/python bench/engine_vs_raw.py --scale 0.01
 """
@@ -16,16 +21,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from mirror_engine.engine import Replicator
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.status import replication_lag
 
 PARTITIONS = 8
 PRODUCER_SETTINGS = {
@@ -76,6 +86,45 @@ def engine_copy(source: KafkaCluster, target: KafkaCluster, topic: str) -> tuple
     return time.perf_counter() - started, summary.records
 
 
+def workers_copy(source: KafkaCluster, target: KafkaCluster, topic: str, workers: int, exactly_once: bool,
+                 workdir: Path) -> float:
+    """Seconds for `workers` worker processes to copy `topic` into fresh target topics, until lag 0."""
+    alias = f"w{workers}{'eos' if exactly_once else 'alo'}"  # a fresh alias: fresh target and internal topics
+    data = {
+        "name": f"bench-{alias}",
+        "source": {"alias": alias, "bootstrap_servers": source.bootstrap},
+        "target": {"alias": "tgt", "bootstrap_servers": target.bootstrap},
+        "topics": {"include": [topic]},
+        "replication_policy": {"type": "default"},  # copies into <alias>.<topic>
+        "sync": {"acls": False},
+        "engine": {"linger_ms": 20, "compression": "lz4", "producer_batch_bytes": 1_048_576,
+                   "exactly_once": exactly_once, "status_port": -1, "session_timeout_s": 10},
+    }
+    plan_file = workdir / f"{alias}.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    plan = plan_from_dict(data)
+    started = time.perf_counter()
+    processes = [subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(plan_file),
+                                   "--worker-id", f"{alias}-{i}"],
+                                  stdout=subprocess.DEVNULL, stderr=(workdir / f"{alias}-{i}.log").open("w"))
+                 for i in range(workers)]
+    try:
+        while True:
+            lag = replication_lag(plan, source.client_config(), target.client_config())
+            if lag and sum(lag.values()) == 0:
+                return time.perf_counter() - started
+            for i, process in enumerate(processes):
+                if process.poll() is not None:
+                    log_tail = (workdir / f"{alias}-{i}.log").read_text()[-3000:]
+                    raise RuntimeError(f"worker {alias}-{i} exited with {process.returncode}:\n{log_tail}")
+            time.sleep(0.25)
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full data set")
@@ -83,6 +132,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     sets = [("small", int(1_000_000 * args.scale), 100), ("large", int(200_000 * args.scale), 1024)]
     rows = []
+    worker_rows = []
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         source, target = start_pair(Path(workdir))
         try:
@@ -97,6 +147,11 @@ def main() -> None:
                 assert copied == count, f"engine copied {copied} of {count}"
                 rows.append((f"{count:,} x {size} B", "raw produce", raw_seconds, count, megabytes))
                 rows.append((f"{count:,} x {size} B", "engine copy", engine_seconds, count, megabytes))
+            name, count, _size = sets[0]
+            for exactly_once in (False, True):
+                for workers in (1, 2):
+                    seconds = workers_copy(source, target, f"{name}-src", workers, exactly_once, Path(workdir))
+                    worker_rows.append((workers, exactly_once, seconds, count))
         finally:
             source.stop()
             target.stop()
@@ -104,6 +159,12 @@ def main() -> None:
     for i, (data, run, seconds, count, megabytes) in enumerate(rows):
         ratio = rows[i - 1][2] / seconds if run == "engine copy" else 1.0
         print(f"{data:<22} {run:<12} {seconds:8.1f} {count / seconds:11,.0f} {megabytes / seconds:7.1f} {ratio:7.2f}")
+
+    base = worker_rows[0][2]
+    print(f"\n{'workers':<30} {'seconds':>8} {'records/s':>11} {'vs 1 worker at-least-once':>26}")
+    for workers, exactly_once, seconds, count in worker_rows:
+        label = f"{workers} worker{'s' if workers > 1 else ''}, {'exactly-once' if exactly_once else 'at-least-once'}"
+        print(f"{label:<30} {seconds:8.1f} {count / seconds:11,.0f} {base / seconds:26.2f}")
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ class Replicator:
         self._rate_base: tuple[float, dict[TopicPartitionKey, int]] = (time.monotonic(), {})
         self._bytes_fetched: dict[TopicPartitionKey, int] = {}
         self._status_server: StatusServer | None = None
+        self._records_released = 0  # records copied in partitions since given up (workers)
 
     # ------------------------------------------------------------------ setup
     def _connect(self) -> None:
@@ -426,7 +427,8 @@ class Replicator:
                           f"than engine.session_timeout_s); its open transaction is abandoned: restart it")
             return
         for key in keys:
-            self.states.pop(key, None)
+            lost = self.states.pop(key, None)
+            self._records_released += lost.records_copied if lost else 0
         self._consumer.incremental_unassign(partitions)  # type: ignore[union-attr]
         log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), _describe_keys(keys))
 
@@ -445,7 +447,7 @@ class Replicator:
             self._write_progress(keys)
             self._producer.flush(30)  # type: ignore[union-attr]
         for key in keys:
-            del self.states[key]
+            self._records_released += self.states.pop(key).records_copied
 
     def _release_all(self) -> None:
         if self.group_mode:
@@ -874,7 +876,7 @@ class Replicator:
 
     def summary(self, seconds: float) -> RunSummary:
         return RunSummary(
-            records=sum(s.records_copied for s in self.states.values()),
+            records=self._records_released + sum(s.records_copied for s in self.states.values()),
             seconds=seconds,
             failed_partitions={f"{s.topic}[{s.partition}]": s.failed for s in self.states.values() if s.failed},
         )

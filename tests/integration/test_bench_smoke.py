@@ -18,6 +18,8 @@ def test_engine_benchmark_runs_at_a_tiny_size():
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line for line in result.stdout.splitlines() if "engine copy" in line or "raw produce" in line]
     assert len(rows) == 4
+    workers = [line for line in result.stdout.splitlines() if line.startswith(("1 worker", "2 workers"))]
+    assert len(workers) == 4, result.stdout
 
 
 def test_switch_benchmark_runs_at_a_tiny_size():
