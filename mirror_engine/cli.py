@@ -84,8 +84,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mirror_engine.engine import EngineError, Replicator
 
     plan = load_plan_argument(args)
-    if args.status_port is not None:
-        plan = plan.model_copy(update={"engine": plan.engine.model_copy(update={"status_port": args.status_port})})
+    overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
+                 if value is not None}
+    if overrides:
+        plan = plan.model_copy(update={"engine": plan.engine.model_copy(update=overrides)})
     replicator = Replicator(plan, *_reachable(plan), worker_id=args.worker_id if args.command == "worker" else None)
 
     def stop(signum: int, _frame: object) -> None:
@@ -253,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--max-seconds", type=float, help="stop after this long")
         parser_.add_argument("--status-port", type=int,
                              help="loopback port of /status and /metrics (default engine.status_port; 0: any free)")
+        parser_.add_argument("--status-host", help="address to serve them on (default engine.status_host, "
+                                                   "127.0.0.1)")
         parser_.set_defaults(handler=_cmd_run)
     run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
     worker.add_argument("--worker-id", default=f"{socket.gethostname()}-{os.getpid()}",

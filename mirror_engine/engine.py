@@ -789,9 +789,10 @@ class Replicator:
         if port < 0:
             return
         try:
-            self._status_server = StatusServer(lambda: self.status_snapshot, port)
+            self._status_server = StatusServer(lambda: self.status_snapshot, port, self.plan.engine.status_host)
         except OSError as error:
-            raise EngineError(f"cannot serve the status on 127.0.0.1:{port}: {error} (set engine.status_port, or "
+            raise EngineError(f"cannot serve the status on {self.plan.engine.status_host}:{port}: {error} (set "
+                              "engine.status_port, or "
                               "--status-port, to a free port, or 0 for any)") from error
         log.info("status of worker %s on %s/status and %s/metrics", self.worker_id, self._status_server.url,
                  self._status_server.url)

@@ -180,6 +180,7 @@ class EngineSpec(_Strict):
     # The loopback HTTP port of /status and /metrics: 0 picks a free one (logged, and in the status records),
     # -1 serves none.
     status_port: Annotated[int, Field(ge=-1, le=65535)] = 0
+    status_host: str = "127.0.0.1"  # 0.0.0.0 to let a scraper on another host (or container) reach it
 
     @field_validator("start_from")
     @classmethod

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirror_engine.engine import Replicator
 from mirror_engine.plan import plan_from_dict
@@ -60,6 +61,7 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
     produce(source, topic, [(i % 2, b"k", b"v", None, NOW + i) for i in range(100)])
     plan_file = tmp_path / "plan.yaml"
     data = plan_dict(source, target, topic)
+    data["name"] = "lag-trigger"  # its own status topic: no other test's engines in it
     plan_file.write_text(yaml.safe_dump(data))
 
     async def first_event(trigger: ReplicationLagTrigger) -> dict:
@@ -87,6 +89,24 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
         engine.stop()
         runner.join(60)
     assert fired == {"status": "ok", "lag": 0}
+
+    # Records deleted on the source before they were copied: the engine stops that partition and says so in
+    # its status, and the wait fails at once with the engine's reason instead of waiting out its timeout.
+    produce(source, topic, [(i % 2, b"k", b"v", None, NOW + i) for i in range(100, 200)])
+    admin = AdminClient(source.client_config())
+    for future in admin.delete_records([TopicPartition(topic, 0, 75)], request_timeout=30).values():
+        future.result()
+    engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
+    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
+    runner.start()
+    try:
+        failed = asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=50,
+                                                              poll_interval_s=0.5)))
+    finally:
+        engine.stop()
+        runner.join(60)
+    assert failed["status"] == "failed", failed  # not "timeout": it failed on the engine's report
+    assert any(f"{topic}[0]" in problem and "50..74" in problem for problem in failed["problems"]), failed
 
 
 @pytest.mark.spark

@@ -178,8 +178,11 @@ def test_pause_resume_and_stop_reach_every_worker(kafka_pair, unique_name, tmp_p
     control.set_flow_state("running")
     flow.wait(flow.caught_up, "the copy after resume", 60)
 
-    # Stop: the workers store their progress and leave the group; nothing is copied.
-    control.set_flow_state("stopped")
+    # Stop (through the CLI, as an operator would): the workers store their progress and leave the group.
+    flows = [sys.executable, "-m", "mirror_engine.cli", "flows"]
+    stopped = subprocess.run([*flows, "stop", "--plan", str(flow.plan_file)], capture_output=True, text=True,
+                             timeout=60)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
     group = f"mirror-engine.{flow.plan.name}"
     flow.wait(lambda: group_state(source, group)[1] == 0, "the workers to leave the group", 60)
     flow.wait(lambda: all(s["state"] == "stopped" and not s["partitions"] for s in flow.statuses().values()),
@@ -190,7 +193,9 @@ def test_pause_resume_and_stop_reach_every_worker(kafka_pair, unique_name, tmp_p
     assert target_total() == stopped_at, "records were copied while the flow was stopped"
 
     # Start: they join again and copy on from the stored progress.
-    control.set_flow_state("running")
+    started = subprocess.run([*flows, "start", "--plan", str(flow.plan_file)], capture_output=True, text=True,
+                             timeout=60)
+    assert started.returncode == 0, started.stderr
     flow.wait(flow.caught_up, "the copy after start", 90)
     flow.stop_all()
     flow.compare(exactly=True)  # clean pauses and stops re-send nothing

@@ -30,9 +30,16 @@ class ReplicationLagSensor(BaseSensorOperator):
                    method_name="execute_complete", timeout=timedelta(seconds=timeout + 60))
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> int:
+        if event["status"] == "failed":
+            raise AirflowFailException(
+                f"the flow's engines report partitions they cannot copy (lag {event['lag']} records):\n  "
+                + "\n  ".join(event["problems"]))
         if event["status"] != "ok":
+            running = ("no engine of the flow publishes its status: is one running (task replicate.start, or "
+                       "`mirror-engine worker`)?" if not event.get("live_workers")
+                       else f"{event['live_workers']} engine(s) of the flow are running")
             raise AirflowFailException(
                 f"replication lag still {event['lag']} records (> {self.max_lag}) after {self.wait_timeout_s} s; "
-                f"partitions behind: {event.get('behind')}. Is the engine running (task replicate.start)?")
+                f"partitions behind: {event.get('behind')}. {running}")
         self.log.info("replication lag %d records (<= %s)", event["lag"], self.max_lag)
         return int(event["lag"])

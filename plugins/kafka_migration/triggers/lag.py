@@ -1,4 +1,8 @@
-"""Deferrable wait until a flow's replication lag is at or below a threshold (runs in the triggerer)."""
+"""Deferrable wait until a flow's replication lag is at or below a threshold (runs in the triggerer).
+
+The lag comes from the flow's stored progress (exact whether or not engines run); the workers'
+status topic tells whether they run and what they report broken, so a stopped partition fails the
+wait at once instead of at its timeout."""
 
 from __future__ import annotations
 
@@ -10,14 +14,18 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 
-def current_lag(plan_path: str) -> dict[str, int]:
-    """{"topic[partition]": records not yet copied} for the plan's flow."""
+def current_lag(plan_path: str) -> tuple[dict[str, int], list[str], int]:
+    """({"topic[partition]": records not yet copied}, problems the workers report, live workers)."""
     from kafka_migration.hooks.plan import MigrationPlanHook
-    from mirror_engine.status import replication_lag
+    from mirror_engine.status import flow_problems, is_live, read_worker_statuses, replication_lag
 
     hook = MigrationPlanHook(plan_path)
-    lag = replication_lag(hook.plan, *hook.client_configs())
-    return {f"{topic}[{partition}]": n for (topic, partition), n in sorted(lag.items())}
+    source_config, target_config = hook.client_configs()
+    lag = replication_lag(hook.plan, source_config, target_config)
+    statuses = read_worker_statuses(hook.plan, target_config, window_s=120)
+    live = sum(1 for status in statuses if is_live(status))
+    return ({f"{topic}[{partition}]": n for (topic, partition), n in sorted(lag.items())}, flow_problems(statuses),
+            live)
 
 
 class ReplicationLagTrigger(BaseTrigger):
@@ -40,13 +48,17 @@ class ReplicationLagTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         deadline = time.monotonic() + self.timeout_s
         while True:
-            lag = await asyncio.to_thread(current_lag, self.plan_path)
+            lag, problems, live = await asyncio.to_thread(current_lag, self.plan_path)
             total = sum(lag.values())
             if total <= self.max_lag:
                 yield TriggerEvent({"status": "ok", "lag": total})
                 return
+            behind = {k: v for k, v in lag.items() if v}
+            if problems:
+                yield TriggerEvent({"status": "failed", "lag": total, "problems": problems[:20]})
+                return
             if time.monotonic() >= deadline:
-                behind = {k: v for k, v in lag.items() if v}
-                yield TriggerEvent({"status": "timeout", "lag": total, "behind": dict(list(behind.items())[:20])})
+                yield TriggerEvent({"status": "timeout", "lag": total, "behind": dict(list(behind.items())[:20]),
+                                    "live_workers": live})
                 return
             await asyncio.sleep(self.poll_interval_s)
