@@ -23,7 +23,10 @@ class PartitionState:
     idempotent with the gapless guarantee, so an acknowledged record means every earlier record
     of the partition was written (any failure is fatal to the producer instead); and within a
     run without source gaps the target offsets advance one by one, so (target - source) can only
-    change at a record that carries a callback, where an offset-sync is written.
+    change at a record that carries a callback, where an offset-sync is written. In exactly-once
+    mode the producer is transactional instead: a failed record fails the transaction's commit, and
+    the commit markers between transactions fall between consumed batches, so again only at a run's
+    first record, which carries a callback.
     """
 
     topic: str
