@@ -186,7 +186,11 @@ class Replicator:
             if not result.failed:
                 return
             failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
-            # Another worker of the flow may have made the same change a moment earlier: plan again.
+            # Another worker of the flow may have made the same change a moment earlier: plan again. A topic
+            # missing when planned and there now was created by one of them: it is the flow's, even if that
+            # worker has already copied records into it.
+            managed |= frozenset(action.resource for action, error in result.failed
+                                 if action.kind == "create_topic" and "already exists" in error)
             log.info("preparing the target: %s; planning again", failures)
             time.sleep(1)
         message = f"preparing the target failed: {failures}"
