@@ -376,6 +376,29 @@ class Replicator:
         return ""
 
     # ------------------------------------------------------------------ taking and giving up partitions
+    def _check_no_other_kind_runs(self) -> None:
+        """A single engine copies every partition: beside workers of the same flow (or workers beside it)
+        both would copy the same partitions into the same target partitions."""
+        from mirror_engine.status import is_live, read_worker_statuses
+
+        if self.group_mode:
+            singles = [s["worker"] for s in read_worker_statuses(self.plan, self.target_config, window_s=60)
+                       if s["mode"] == "single" and is_live(s) and s["worker"] != self.worker_id]
+            if singles:
+                raise EngineError(f"a single engine of this flow runs ({', '.join(singles)}: `mirror-engine run`); "
+                                  "workers beside it would copy its partitions twice: stop it first")
+            return
+        group = f"mirror-engine.{self.plan.name}"
+        try:
+            description = self._source_admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+        except KafkaException as error:  # no DESCRIBE on the group: nothing to learn here
+            log.debug("could not describe group %s: %s", group, error)
+            return
+        if description.members:
+            raise EngineError(f"{len(description.members)} worker(s) of this flow run (group {group} on the source): "
+                              "a single engine beside them would copy their partitions twice; start another "
+                              "`mirror-engine worker` instead, or stop them first")
+
     def _acquire(self) -> None:
         """Start copying: alone, every partition of the plan; as a worker, join the flow's group."""
         if self.group_mode:
@@ -647,6 +670,7 @@ class Replicator:
             self._source_topics = sorted(t for t in self._source_admin.list_topics(timeout=15).topics
                                          if self.plan.replicates_topic(t))
         self._initial_partitions = self._plan_partitions()
+        self._check_no_other_kind_runs()
         consumer, producer = self._consumer, self._producer
         assert consumer is not None and producer is not None
         if self.exactly_once:

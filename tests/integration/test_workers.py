@@ -209,6 +209,11 @@ def test_status_topic_cli_and_prometheus_metrics(kafka_pair, unique_name, tmp_pa
     try:
         flow.wait(lambda: "w1" in flow.statuses(), "a status record")
         url = flow.statuses()["w1"]["http"]
+
+        # A single engine beside the workers would copy their partitions twice: it refuses to start.
+        single = subprocess.run([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(flow.plan_file),
+                                 "--max-seconds", "5"], capture_output=True, text=True, timeout=120)
+        assert single.returncode == 1 and "worker(s) of this flow run" in single.stderr, single.stderr[-2000:]
         assert url and url.startswith("http://127.0.0.1:")
 
         def metrics() -> dict[str, dict[tuple, float]]:
@@ -251,3 +256,22 @@ def test_status_topic_cli_and_prometheus_metrics(kafka_pair, unique_name, tmp_pa
     finally:
         flow.stop_all()
     assert flow.statuses()["w1"]["state"] == "exited"
+
+
+def test_a_worker_refuses_to_start_beside_a_single_engine_of_the_flow(kafka_pair, unique_name, tmp_path):
+    from mirror_engine.engine import Replicator
+
+    source, target = kafka_pair
+    flow = Flow(source, target, f"{unique_name}-single", tmp_path)
+    flow.produce(100)
+    single = Replicator(flow.plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=single.run, kwargs={"max_seconds": 120}, daemon=True)
+    runner.start()
+    try:
+        flow.wait(lambda: flow.statuses().get(single.worker_id, {}).get("mode") == "single", "the engine's status")
+        worker = subprocess.run([sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(flow.plan_file),
+                                 "--max-seconds", "5"], capture_output=True, text=True, timeout=120)
+    finally:
+        single.stop()
+        runner.join(60)
+    assert worker.returncode == 1 and "a single engine of this flow runs" in worker.stderr, worker.stderr[-2000:]

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -138,10 +139,10 @@ def _running(pid_file: Path) -> int | None:
 
 
 class StartReplicationOperator(MigrationOperator):
-    """Start the engine for the plan on this worker, in the background, unless it already runs.
+    """Start an engine worker for the plan on this Airflow worker, in the background, unless it already runs.
 
-    For a local or single-machine Airflow. At scale the engine runs as its own service (see
-    docker-compose.yaml) and this task is left out of the selected stages.
+    It joins the flow's worker group, so it shares the flow with workers run elsewhere (see
+    docker-compose.yaml); at scale those run as their own service and this task may be left out.
     """
 
     stage = "replicate"
@@ -153,7 +154,9 @@ class StartReplicationOperator(MigrationOperator):
         if pid is None:
             with log_file.open("a") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(Path(self.plan_path).resolve())],
+                    # A stable worker id: a restarted engine fences what its predecessor left open (exactly-once).
+                    [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(Path(self.plan_path).resolve()),
+                     "--worker-id", f"airflow-{socket.gethostname()}"],
                     env={**os.environ, **hook.process_env()}, stdout=log, stderr=log, start_new_session=True,
                 )
             pid_file.write_text(str(process.pid))
