@@ -78,17 +78,19 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
     timed_out = asyncio.run(first_event(rebuilt))
     assert timed_out["status"] == "timeout" and timed_out["lag"] == 100 and f"{topic}[0]" in timed_out["behind"]
 
+    def first_event_beside_an_engine() -> dict:
+        engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
+        runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
+        runner.start()
+        try:
+            return asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=50,
+                                                                poll_interval_s=0.5)))
+        finally:
+            engine.stop()
+            runner.join(60)
+
     # The engine copies everything: it fires ok.
-    engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
-    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
-    runner.start()
-    try:
-        fired = asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=60,
-                                                             poll_interval_s=0.5)))
-    finally:
-        engine.stop()
-        runner.join(60)
-    assert fired == {"status": "ok", "lag": 0}
+    assert first_event_beside_an_engine() == {"status": "ok", "lag": 0}
 
     # Records deleted on the source before they were copied: the engine stops that partition and says so in
     # its status, and the wait fails at once with the engine's reason instead of waiting out its timeout.
@@ -96,15 +98,7 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
     admin = AdminClient(source.client_config())
     for future in admin.delete_records([TopicPartition(topic, 0, 75)], request_timeout=30).values():
         future.result()
-    engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
-    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
-    runner.start()
-    try:
-        failed = asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=50,
-                                                              poll_interval_s=0.5)))
-    finally:
-        engine.stop()
-        runner.join(60)
+    failed = first_event_beside_an_engine()
     assert failed["status"] == "failed", failed  # not "timeout": it failed on the engine's report
     assert any(f"{topic}[0]" in problem and "50..74" in problem for problem in failed["problems"]), failed
 
