@@ -49,16 +49,18 @@ def _plan(source: KafkaCluster, target: KafkaCluster) -> MigrationPlan:
 
 
 class LiveProducer(threading.Thread):
-    def __init__(self, cluster: KafkaCluster, rate: int) -> None:
+    """Writes `rate` records/s of unique values to `topic` until `halt` is set."""
+
+    def __init__(self, cluster: KafkaCluster, rate: int, topic: str = TOPIC) -> None:
         super().__init__(daemon=True)
-        self.cluster, self.rate, self.halt = cluster, rate, threading.Event()
+        self.cluster, self.rate, self.topic, self.halt = cluster, rate, topic, threading.Event()
 
     def run(self) -> None:
         producer = Producer({**self.cluster.client_config(), "linger.ms": 5})
         i = 0
         while not self.halt.is_set():
             for _ in range(self.rate // 10):
-                producer.produce(TOPIC, b"payment-%d" % i, b"k%d" % (i % 1000), i % PARTITIONS,
+                producer.produce(self.topic, b"payment-%d" % i, b"k%d" % (i % 1000), i % PARTITIONS,
                                  headers=[("seq", b"%d" % i)])
                 i += 1
             producer.poll(0)
@@ -66,11 +68,15 @@ class LiveProducer(threading.Thread):
         producer.flush(30)
 
 
-def _read(cluster: KafkaCluster, group: str, limit: int | None) -> tuple[dict[int, list[bytes]], float]:
-    """Read as `group` (up to `limit` records, or to the end); commit; leave. Returns values and the leave time."""
+def read_as_group(cluster: KafkaCluster, group: str, limit: int | None,
+                  topic: str = TOPIC) -> tuple[dict[int, list[bytes]], float]:
+    """Read as `group` (up to `limit` records, or to the end); commit; leave. Returns values and the leave time.
+
+    A partition the group has no offset for starts at its beginning (auto.offset.reset=earliest).
+    """
     consumer = Consumer({**cluster.client_config(), "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "enable.partition.eof": True})
-    consumer.subscribe([TOPIC])
+    consumer.subscribe([topic])
     read: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
     at_end: set[int] = set()
     while (limit is None and len(at_end) < PARTITIONS) or (limit is not None and sum(map(len, read.values())) < limit):
@@ -86,8 +92,8 @@ def _read(cluster: KafkaCluster, group: str, limit: int | None) -> tuple[dict[in
     return read, time.monotonic()
 
 
-def _overlap(on_source: dict[int, list[bytes]], on_target: dict[int, list[bytes]],
-             truth: dict[int, list[bytes]]) -> tuple[int, int]:
+def count_overlap(on_source: dict[int, list[bytes]], on_target: dict[int, list[bytes]],
+                  truth: dict[int, list[bytes]]) -> tuple[int, int]:
     """(records the group read on both clusters, records of the source it read on neither)."""
     reread = skipped = 0
     for p in range(PARTITIONS):
@@ -97,8 +103,9 @@ def _overlap(on_source: dict[int, list[bytes]], on_target: dict[int, list[bytes]
     return reread, skipped
 
 
-def _truth(cluster: KafkaCluster) -> dict[int, list[bytes]]:
-    values, _ = _read(cluster, f"truth-{time.monotonic_ns()}", None)
+def read_truth(cluster: KafkaCluster, topic: str = TOPIC) -> dict[int, list[bytes]]:
+    """Every value of the topic, per partition, read to the end by a group of its own."""
+    values, _ = read_as_group(cluster, f"truth-{time.monotonic_ns()}", None, topic)
     return values
 
 
@@ -138,7 +145,7 @@ def main() -> None:
                 for g in range(args.groups):
                     group = f"bench-{'switch' if way.startswith('on') else 'ckpt'}-{g}"
                     # Groups stop at different depths: some near the start, far behind the live end.
-                    on_source, left_at = _read(source, group, limit=(g + 1) * args.records // (args.groups + 1))
+                    on_source, left_at = read_as_group(source, group, limit=(g + 1) * args.records // (args.groups + 1))
                     if way.startswith("on"):
                         report = switcher.switch(group, timeout_s=300)
                         assert report.ok, report.render()
@@ -161,10 +168,10 @@ def main() -> None:
             checkpointer.stop()
             while not engine.caught_up():
                 time.sleep(0.5)
-            truth = _truth(source)
+            truth = read_truth(source)
             for way, group, on_source, committed, took in runs:
-                on_target, _ = _read(target, group, None)
-                reread, skipped = _overlap(on_source, on_target, truth)
+                on_target, _ = read_as_group(target, group, None)
+                reread, skipped = count_overlap(on_source, on_target, truth)
                 results[way].append((committed, took, reread, skipped))
             engine.stop()
             engine_thread.join(60)
