@@ -301,7 +301,8 @@ def wait_for_records(cluster: KafkaCluster, topics: Iterable[str], records: int,
     `alive` is called between polls and should raise when the writer being waited for has died.
     """
     names = list(topics)
-    admin = AdminClient(cluster.client_config())
+    # Quiet: the benchmarks stop clusters while such clients may still wait to be collected.
+    admin = AdminClient({**cluster.client_config(), "log_level": 0})
     deadline = time.monotonic() + timeout_s
     held = 0
     while time.monotonic() < deadline:
