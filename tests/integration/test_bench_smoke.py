@@ -39,3 +39,21 @@ def test_backfill_and_validation_benchmark_runs_at_a_tiny_size():
     jobs = [line.split()[0:2] for line in result.stdout.splitlines()
             if line.startswith(("engine copy", "spark backfill", "spark validation"))]
     assert [" ".join(job) for job in jobs] == ["engine copy", "spark backfill", "spark validation"]
+
+
+def test_mirror_maker_comparison_runs_at_a_tiny_size():
+    # Both translators every 2 s, so the 8 s watch sees their final offsets.
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "vs_mm2.py"), "--scale", "0.002", "--groups", "2",
+                             "--rate", "200", "--mm2-interval", "2", "--engine-interval", "2", "--window", "8"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    copy = [line.split()[0] for line in lines if line.startswith(("raw produce", "MirrorMaker 2 (1 task)", "engine  "))]
+    assert copy == ["raw", "MirrorMaker", "engine"], result.stdout
+    switch = {line.split()[0]: line.split() for line in lines
+              if line.startswith(("MirrorMaker 2 (checkpoints", "engine checkpoints"))}
+    assert set(switch) == {"MirrorMaker", "engine"}, result.stdout
+    # The engine's translation is exact: every group translated, nothing read twice, nothing skipped.
+    assert switch["engine"][5:9] == ["2/2", "0", "0", "0"], result.stdout
+    fidelity = [line for line in lines if line.startswith(("orders: partitions", "ACL DENY User:bob READ"))]
+    assert len(fidelity) == 2, result.stdout
