@@ -23,14 +23,15 @@ from confluent_kafka.admin import (
 
 from mirror_engine.plan import MigrationPlan
 
-SYNCED_RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
+# Names of confluent-kafka's ResourceType: the cluster resource is BROKER there (CLUSTER in Kafka's own API).
+SYNCED_RESOURCE_TYPES = ("TOPIC", "GROUP", "BROKER", "TRANSACTIONAL_ID")
 
 
 @dataclass(frozen=True, order=True)
 class Acl:
     """One ACL binding as plain strings, hashable, so sets of them can be compared."""
 
-    resource_type: str  # TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID
+    resource_type: str  # TOPIC, GROUP, BROKER (the cluster), TRANSACTIONAL_ID
     name: str
     pattern: str  # LITERAL or PREFIXED
     principal: str

@@ -50,6 +50,8 @@ def _source_acls(p: str) -> list[AclBinding]:
         _binding(G, f"{p}bob-group", LIT, "User:bob", AclOperation.READ),
         # A topic outside the plan: its ACL stays behind.
         _binding(T, f"{p}-excluded", LIT, "User:bob", AclOperation.READ),
+        # The cluster resource (an idempotent producer's right in older clusters).
+        _binding(ResourceType.BROKER, "kafka-cluster", LIT, f"User:{p}svc", AclOperation.IDEMPOTENT_WRITE),
     ]
 
 
@@ -67,7 +69,7 @@ def acl_source(secured_pair, unique_name):
 
 
 def _mine(acls: frozenset[Acl] | None, needle: str) -> set[Acl]:
-    return {acl for acl in acls or () if needle in acl.name}
+    return {acl for acl in acls or () if needle in acl.name or needle in acl.principal}
 
 
 def _prepare(plan, source, target) -> None:

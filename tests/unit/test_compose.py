@@ -348,7 +348,7 @@ def test_spark_worker_points_at_the_spark_master_port(services):
 def test_mirror_engine_plan_file_lies_in_a_mounted_folder_or_the_image(services):
     service = services["mirror-engine"]
     args = command_args(service)
-    assert args[:2] == ["mirror-engine", "run"]
+    assert args[:2] == ["mirror-engine", "worker"], "replicas of the service must share the flow as workers"
     plan = option(args, "--plan")
     assert plan is not None and PurePosixPath(plan).is_absolute()
     mounted = [
@@ -358,6 +358,13 @@ def test_mirror_engine_plan_file_lies_in_a_mounted_folder_or_the_image(services)
         folder for folder in image_folders(ROOT / service["build"]["dockerfile"]) if is_within(plan, folder)
     ]
     assert mounted or in_image, f"{plan} is in no mounted folder and no folder the image copies"
+
+
+def test_mirror_engine_serves_its_status_on_the_exposed_port_to_the_network(services):
+    service = services["mirror-engine"]
+    args = command_args(service)
+    assert [str(port) for port in service.get("expose", [])] == [option(args, "--status-port")]
+    assert option(args, "--status-host") == "0.0.0.0", "a loopback-only status port is unreachable from Prometheus"
 
 
 def test_mirror_engine_bootstrap_env_names_the_kafka_services(services):
