@@ -9,6 +9,7 @@ discovery, logging) runs on timers between batches.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -548,8 +549,10 @@ class Replicator:
                     boundary = run_start or offset != state.produced_next
                     callback = state.callback(offset, boundary) if boundary or run_ends else None
                     try:
-                        produce(target, value, message.key(), partition, callback,
-                                timestamp=message.timestamp()[1], headers=message.headers())
+                        # All positional (topic, value, key, partition, callback, on_delivery, timestamp, headers):
+                        # keyword arguments cost a string lookup each, per record.
+                        produce(target, value, message.key(), partition, callback, None, message.timestamp()[1],
+                                message.headers())
                     except BufferError:
                         self._produce_when_room(target, message, partition, callback)
                     state.produced_next = offset + 1
@@ -566,7 +569,7 @@ class Replicator:
             self._producer.poll(0.05)  # type: ignore[union-attr]
             try:
                 self._producer.produce(target, message.value(), message.key(), partition, callback,  # type: ignore[union-attr]
-                                       timestamp=message.timestamp()[1], headers=message.headers())
+                                       None, message.timestamp()[1], message.headers())
                 return
             except BufferError:
                 continue
@@ -686,6 +689,12 @@ class Replicator:
         started = time.monotonic()
         timers = {"progress": started, "sync": started, "heartbeat": 0.0, "refresh": started, "log": started,
                   "control": started, "status": 0.0}
+        # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage
+        # collector would scan over and over (15% of the copy's time when profiled): scan far less often,
+        # and never the objects of the set-up.
+        gc_thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(100_000, 50, 100)
         try:
             while not self._stop.is_set() and not self.fatal:
                 self._copy(consumer.consume(engine.batch_size, timeout=0.2))
@@ -725,6 +734,8 @@ class Replicator:
                 if until_caught_up and self.caught_up():
                     break
         finally:
+            gc.set_threshold(*gc_thresholds)
+            gc.unfreeze()
             self._shutdown()
             self._control.close()
         if self.fatal:
