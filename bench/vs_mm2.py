@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from engine_vs_raw import PRODUCER_SETTINGS, make_records
+from engine_vs_raw import make_records, produce_topics
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import (
@@ -139,23 +139,6 @@ def create_topics(cluster: KafkaCluster, names: Iterable[str], partitions: int =
     for future in admin.create_topics([NewTopic(name, partitions, 1) for name in names]).values():
         future.result()
     wait_until_served(admin, names)
-
-
-def produce_topics(cluster: KafkaCluster, records: dict[str, list[tuple[bytes, bytes, list]]]) -> float:
-    """Produce every topic's records (partition = index mod 8) with one producer; seconds to the last ack."""
-    producer = Producer({**cluster.client_config(), **PRODUCER_SETTINGS})
-    started = time.perf_counter()
-    for topic, rows in records.items():
-        for i, (key, value, headers) in enumerate(rows):
-            while True:
-                try:
-                    producer.produce(topic, value, key, i % PARTITIONS, headers=headers)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-    if producer.flush(600):
-        raise RuntimeError(f"{cluster.name}: records were not acknowledged within 600 s")
-    return time.perf_counter() - started
 
 
 def print_table(title: str, header: list[str], rows: list[list[str]], notes: Iterable[str] = ()) -> None:
