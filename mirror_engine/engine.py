@@ -30,7 +30,7 @@ from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.partition_state import PartitionState
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import apply_actions, plan_preparation, render_actions
-from mirror_engine.progress import PartitionProgress, load_progress
+from mirror_engine.progress import PartitionProgress, load_progress, managed_target_topics
 from mirror_engine.status_http import StatusServer
 from mirror_engine.topics import describe_topic_configs, list_offsets
 
@@ -177,6 +177,12 @@ class Replicator:
             if attempt == 0:
                 for warning in prepared.warnings:
                     log.warning("%s", warning)
+            if prepared.problems and self.group_mode and attempt < 2:
+                # Another worker of the flow may have just created a topic and copied into it: its progress
+                # (committed within a progress interval) makes the topic the flow's. Look again after that.
+                time.sleep(self.plan.engine.progress_interval_s + 1)
+                managed |= managed_target_topics(self.plan, self.target_config)
+                continue
             if prepared.problems:
                 raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
             self._source_topics = prepared.source_topics
