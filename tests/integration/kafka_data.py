@@ -91,6 +91,10 @@ def produce_transactions(cluster: KafkaCluster, topic: str, partitions: int, tra
             producer.produce(topic, f"{state}-{t}-{i}".encode(), f"k{i}".encode(), i % partitions,
                              headers=[("txn", str(t).encode())])
         if aborted:
+            # Flushed first so the aborted records really land in the log, and because librdkafka
+            # can send EndTxn before the coordinator registered the transaction's partitions, which
+            # the broker rejects with a fatal INVALID_TXN_STATE (librdkafka issue 4849).
+            assert producer.flush(30) == 0
             producer.abort_transaction(30)
         else:
             producer.commit_transaction(30)
