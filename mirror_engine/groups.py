@@ -60,8 +60,12 @@ def describe_group(admin: AdminClient, group: str, timeout_s: float = 15.0) -> G
 
 def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -> dict[TopicPartitionKey, int]:
     """The group's committed offsets, every partition it committed for (none for an unknown group)."""
+    # Ask only once the group's coordinator answers: librdkafka 2.16 crashes the whole process when an
+    # admin offset fetch is answered NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS (confluentinc/
+    # librdkafka#5040), while a group description meets the same answers as plain, retried errors.
     request = [ConsumerGroupTopicPartitions(group)]
     try:
+        describe_group(admin, group, timeout_s)
         result = _retrying(
             lambda: admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group].result(), timeout_s)
     except KafkaException as error:
