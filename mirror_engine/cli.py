@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import socket
 import sys
 
 from confluent_kafka import KafkaException
@@ -81,14 +79,15 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     import signal
 
-    from mirror_engine.engine import EngineError, Replicator
+    from mirror_engine.engine import EngineError, Replicator, default_worker_id
 
     plan = load_plan_argument(args)
     overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
                  if value is not None}
     if overrides:
         plan = plan.model_copy(update={"engine": plan.engine.model_copy(update=overrides)})
-    replicator = Replicator(plan, *_reachable(plan), worker_id=args.worker_id if args.command == "worker" else None)
+    worker_id = (args.worker_id or default_worker_id()) if args.command == "worker" else None
+    replicator = Replicator(plan, *_reachable(plan), worker_id=worker_id)
 
     def stop(signum: int, _frame: object) -> None:
         logging.getLogger("mirror_engine").info("signal %d: stopping after the in-flight records", signum)
@@ -259,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "127.0.0.1)")
         parser_.set_defaults(handler=_cmd_run)
     run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
-    worker.add_argument("--worker-id", default=f"{socket.gethostname()}-{os.getpid()}",
+    worker.add_argument("--worker-id",
                         help="this worker's name, stable across restarts in exactly-once mode (a restarted worker "
                              "then fences its predecessor's transaction at once); default host-pid")
     worker.set_defaults(until_caught_up=False)

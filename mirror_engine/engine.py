@@ -55,6 +55,11 @@ class RunSummary:
         return not self.failed_partitions
 
 
+def default_worker_id() -> str:
+    """host-pid: unique per process, but not stable across restarts (name exactly-once workers yourself)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
 def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
     from confluent_kafka import TopicCollection
 
@@ -86,7 +91,7 @@ class Replicator:
     ) -> None:
         self.plan = plan
         self.group_mode = worker_id is not None
-        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.worker_id = worker_id or default_worker_id()
         self.exactly_once = plan.engine.exactly_once
         self.source_config = source_config
         self.target_config = target_config
@@ -113,6 +118,11 @@ class Replicator:
         self._records_released = 0  # records copied in partitions since given up (workers)
 
     # ------------------------------------------------------------------ setup
+    @property
+    def group_id(self) -> str:
+        """The source consumer group the workers of this flow share."""
+        return f"mirror-engine.{self.plan.name}"
+
     def _connect(self) -> None:
         describe_cluster(self.plan.source.alias, self.source_config)
         describe_cluster(self.plan.target.alias, self.target_config)
@@ -143,7 +153,7 @@ class Replicator:
         self._producer = Producer(producer_config)
         consumer_config: dict[str, object] = {
             **self.source_config,
-            "group.id": f"mirror-engine.{self.plan.name}",
+            "group.id": self.group_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
@@ -395,7 +405,7 @@ class Replicator:
                 raise EngineError(f"a single engine of this flow runs ({', '.join(singles)}: `mirror-engine run`); "
                                   "workers beside it would copy its partitions twice: stop it first")
             return
-        group = f"mirror-engine.{self.plan.name}"
+        group = self.group_id
         try:
             description = self._source_admin.describe_consumer_groups([group], request_timeout=10)[group].result()
         except KafkaException as error:  # no DESCRIBE on the group: nothing to learn here
