@@ -3,8 +3,8 @@
 Three parts (`--part`, default all):
 - copy: 8 topics x 8 partitions (1,000,000 records of 100 B and 200,000 of 1 KiB, keys and headers) copied by
   MM2 (dedicated mode, Kafka 4.3.1) and by the engine (`mirror-engine run`), each into fresh target topics,
-  as child processes whose CPU time and peak RSS the kernel reports (wait4); beside them the raw limit: a
-  plain producer writing the same records from memory into the target. Same client settings where both
+  as child processes whose CPU time (wait4) and peak RSS (VmHWM) the kernel reports; beside them the raw
+  limit: a plain producer writing the same records from memory into the target. Same client settings where both
   have them: acks=all, lz4, linger 20 ms, 1 MiB batches, 8 MiB per-partition fetches.
 - switch: consumer groups stop on the source at known positions (some far behind the live end, producers
   writing on), MM2 (sync.group.offsets) and the engine's checkpoints (`mirror-engine checkpoint`) translate
@@ -229,8 +229,8 @@ def run_copy(args: argparse.Namespace, workdir: Path, source: KafkaCluster, targ
         [run.row(mm2_rate) for run in runs],
         ["seconds: from launching the process to the last record on the target (start-up included); first rec s: "
          "to the first one",
-         "CPU s and peak RSS: the process's own, from wait4 (start-up and shutdown included); raw produce: this "
-         "benchmark's process around the produce calls, so no RSS of its own",
+         "CPU s and peak RSS: the process's own, from wait4 and VmHWM (start-up and shutdown included); raw "
+         "produce: this benchmark's process around the produce calls, so no RSS of its own",
          f"MM2: dedicated mode, Kafka 4.3.1, -Xmx2g as its start script, tasks.max={args.mm2_tasks}, MM2's default "
          "intervals; the engine: one `mirror-engine run` process"])
 

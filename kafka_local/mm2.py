@@ -8,7 +8,7 @@ writing into the target runs: without `--clusters` MM2 also starts a target->sou
 heartbeats into the source.
 
 Its folder (`workdir`) holds `mm2.properties`, `log4j2.properties` and `mm2.log`. The JVM is the process we
-start, so `stop()` can collect its exact CPU time and peak RSS from the kernel (`os.wait4`).
+start, so `stop()` can collect its exact CPU time from the kernel (`os.wait4`) and its peak RSS (`VmHWM`).
 """
 
 from __future__ import annotations
@@ -256,17 +256,37 @@ def exit_code(process: subprocess.Popen[bytes]) -> int | None:
     return result.si_status if result.si_code == os.CLD_EXITED else -result.si_status
 
 
+def peak_rss_bytes(pid: int) -> int:
+    """The largest resident set the process has had since it exec'd (its `VmHWM`); 0 once it has exited.
+
+    wait4's `ru_maxrss` cannot serve here: Linux keeps the high-water mark of the memory a child had before
+    its exec, and a forked child starts with its parent's resident pages, so a benchmark holding its data
+    set in memory would be charged for it in every process it starts.
+    """
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0  # a zombie's status has no memory lines
+
+
 def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> ProcessUsage:
     """SIGTERM a child, SIGKILL it after `timeout_s`, reap it with wait4: its CPU seconds and peak RSS.
 
-    The rusage of wait4 is exact for the child and every descendant it reaped, unlike sampling /proc.
+    The CPU time is wait4's, exact for the child and every descendant it reaped. The peak RSS is the child's
+    own `VmHWM`, read until it exits (its shutdown included, unless it exits between two reads).
     """
     pid = process.pid
     if process.returncode is not None:
         raise RuntimeError(f"pid {pid} was already reaped: its resource usage is gone")
+    peak_rss = peak_rss_bytes(pid)
     os.kill(pid, signal.SIGTERM)  # a child that exited on its own stays a zombie until reaped: no error
     deadline = time.monotonic() + timeout_s
     while True:
+        peak_rss = max(peak_rss, peak_rss_bytes(pid))
         reaped, status, usage = os.wait4(pid, os.WNOHANG)
         if reaped == pid:
             break
@@ -277,7 +297,7 @@ def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> P
             break
         time.sleep(0.1)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return ProcessUsage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, process.returncode)
+    return ProcessUsage(usage.ru_utime + usage.ru_stime, peak_rss, process.returncode)
 
 
 def count_records(admin: AdminClient, topics: Iterable[str]) -> int:
