@@ -9,7 +9,7 @@ import sys
 
 from confluent_kafka import KafkaException
 
-from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+from mirror_engine.clusters import ClusterUnreachable, describe_cluster, describe_plan_clusters
 from mirror_engine.control import FLOW_ACTIONS
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.progress import managed_target_topics
@@ -25,10 +25,10 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
 
 
 def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
-    """Both clusters' client settings, once each has answered (a clear error naming the one that did not)."""
+    """Both clusters' client settings, once each has answered (a clear error naming the one that did not) and
+    they proved to be two clusters. Every command that acts on a plan's clusters starts here."""
     source_config, target_config = plan.client_configs()
-    describe_cluster(plan.source.alias, source_config)
-    describe_cluster(plan.target.alias, target_config)
+    describe_plan_clusters(plan, source_config, target_config)
     return source_config, target_config
 
 

@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
 )
 
 from mirror_engine.acls import Acl, desired_target_acls, read_acls
-from mirror_engine.clusters import admin_client, describe_cluster
+from mirror_engine.clusters import admin_client, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.topics import (
     ClusterState,
@@ -236,8 +236,7 @@ def plan_preparation(
     `best_effort` (the engine's refresh): configs and ACLs the source principal may not read are
     skipped with a warning instead of failing.
     """
-    describe_cluster(plan.source.alias, source_config)
-    describe_cluster(plan.target.alias, target_config)
+    describe_plan_clusters(plan, source_config, target_config)
     warnings: list[str] | None = [] if best_effort else None
     source = read_source_state(admin_client(source_config), plan, warnings)
     policy = plan.policy()

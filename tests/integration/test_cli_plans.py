@@ -98,3 +98,51 @@ def test_example_mm2_file_is_understood(monkeypatch):
 
     plan = load_mm2_config(Path(__file__).resolve().parents[2] / "migrations" / "mm2-example.properties")
     assert (plan.source.alias, plan.target.alias) == ("src", "tgt")
+
+
+def _same_cluster_plan(source, prefix: str) -> dict:
+    """A plan whose target is its source, spelled differently: `127.0.0.1:P` and `localhost:P`."""
+    data = plan_dict(source, source, prefix)
+    host, port = source.bootstrap.rsplit(":", 1)
+    assert host == "127.0.0.1", source.bootstrap
+    data["target"]["bootstrap_servers"] = f"localhost:{port}"
+    return data
+
+
+SELF_REPLICATING_COMMANDS = {
+    "plan": ["plan"],
+    "prepare": ["prepare"],
+    "prepare --dry-run": ["prepare", "--dry-run"],
+    "run": ["run", "--max-seconds", "20"],
+    "worker": ["worker", "--max-seconds", "20", "--worker-id", "w1"],
+    "checkpoint": ["checkpoint", "--once"],
+    "switch-group": ["switch-group", "--group", "billing", "--timeout", "20"],
+    "switch-producers": ["switch-producers", "--topic", "orders", "--timeout", "20", "--idle-seconds", "1"],
+    "flows stop": ["flows", "stop"],
+    "status": ["status"],
+}
+
+
+@pytest.mark.parametrize("command", list(SELF_REPLICATING_COMMANDS))
+def test_a_plan_replicating_a_cluster_onto_itself_is_refused_by_cluster_id(kafka_pair, unique_name, tmp_path,
+                                                                          command):
+    import time
+
+    source, _target = kafka_pair
+    prefix = f"{unique_name}-"
+    create_topics(source, [NewTopic(prefix + "orders", 2, 1)])
+    cluster_id = AdminClient(source.client_config()).list_topics(timeout=10).cluster_id
+    path = tmp_path / "loop.yaml"
+    path.write_text(yaml.safe_dump(_same_cluster_plan(source, prefix)))
+    before = _target_topics(source)
+
+    started = time.monotonic()
+    result = _run(*SELF_REPLICATING_COMMANDS[command][:1], "--plan", str(path), *SELF_REPLICATING_COMMANDS[command][1:])
+    elapsed = time.monotonic() - started
+
+    assert result.returncode != 0, result.stdout
+    assert elapsed < 15, f"{command} took {elapsed:.1f} s to refuse the plan"
+    for expected in ("'src'", "'tgt'", cluster_id, "same cluster"):
+        assert expected in result.stderr, f"{command}: {expected!r} not in {result.stderr}"
+    assert "Traceback" not in result.stderr
+    assert _target_topics(source) == before

@@ -162,3 +162,17 @@ def test_replication_factor_above_target_broker_count_is_a_problem(kafka_pair, u
     plan = make_plan(source, target, prefix, sync={"replication_factor": 3})
     prepared = plan_preparation(plan, source.client_config(), target.client_config())
     assert any(p.startswith("sync.replication_factor: 3") for p in prepared.problems)
+
+
+def test_preparing_a_cluster_onto_itself_is_refused_by_cluster_id_before_reading_topics(kafka_pair, unique_name):
+    """The Airflow stages call plan_preparation directly: it must refuse what the CLI refuses."""
+    from mirror_engine.clusters import SameClusterError
+    from mirror_engine.plan import plan_from_dict
+    from tests.integration.plans import plan_dict
+
+    source, _ = kafka_pair
+    data = plan_dict(source, source, unique_name)
+    data["target"]["bootstrap_servers"] = source.bootstrap.replace("127.0.0.1", "localhost")
+    same_config = {**source.client_config(), "bootstrap.servers": data["target"]["bootstrap_servers"]}
+    with pytest.raises(SameClusterError, match="same cluster"):
+        plan_preparation(plan_from_dict(data), source.client_config(), same_config)
