@@ -1,7 +1,12 @@
-"""Topic and group name filters with MM2's semantics (`DefaultTopicFilter`, `DefaultGroupFilter`)."""
+"""Topic and group name filters with MM2's semantics (`DefaultTopicFilter`, `DefaultGroupFilter`).
 
-import re
+Patterns are Java-style regexes matched against the whole name, compiled with RE2 (`regexes.py`): linear
+time whatever the pattern, and the backtracking-only constructs are refused when the plan loads.
+"""
+
 from collections.abc import Sequence
+
+from mirror_engine.regexes import FullMatcher, RegexError, compile_any
 
 __all__ = ["DEFAULT_GROUP_EXCLUDES", "DEFAULT_TOPIC_EXCLUDES", "NameFilter"]
 
@@ -10,25 +15,13 @@ DEFAULT_TOPIC_EXCLUDES = [r".*[\-\.]internal", r".*\.replica", r"__.*"]
 DEFAULT_GROUP_EXCLUDES = [r"console-consumer-.*", r"connect-.*", r"__.*"]
 
 
-def _compile(patterns: Sequence[str], role: str) -> re.Pattern[str] | None:
+def _compile(patterns: Sequence[str], role: str) -> FullMatcher | None:
     # An empty list matches nothing: the empty regex would match everything, and MM2 treats a blank list
     # as "none".
-    if not patterns:
-        return None
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"invalid {role} regex {pattern!r}: {exc}") from None
-    # Joined with a bare "|" as MM2 does, so each alternative must match the whole name.
-    joined = "|".join(patterns)
     try:
-        return re.compile(joined)
-    except re.error as exc:
-        # Each pattern is valid alone, but not together (e.g. a global flag like `(?i)` after the first).
-        raise ValueError(
-            f"invalid {role} regex list {list(patterns)!r}, joined as {joined!r}: {exc}"
-        ) from None
+        return compile_any(patterns)
+    except RegexError as error:
+        raise RegexError(f"invalid {role} regex {error}") from None
 
 
 class NameFilter:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
 from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
+from mirror_engine.regexes import check_patterns
 
 # MirrorMaker 2's DefaultConfigPropertyFilter `config.properties.exclude`, as regexes.
 MM2_CONFIG_EXCLUDES: tuple[str, ...] = (
@@ -45,11 +46,8 @@ class _Strict(BaseModel):
 
 
 def _check_regexes(patterns: list[str]) -> list[str]:
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as error:
-            raise ValueError(f"'{pattern}' is not a valid regular expression: {error}") from error
+    # RegexError is a ValueError: pydantic reports it under the field's path.
+    check_patterns(patterns)
     return patterns
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
+
+from mirror_engine.regexes import compile_any
 
 # Config sources that are explicit settings on the source cluster, so they are carried over.
 # STATIC_BROKER_CONFIG belongs to one broker's files and DEFAULT_CONFIG is no setting at all.
@@ -48,7 +49,7 @@ class ConfigFilter:
     """Which topic config names are never synced (MM2's default exclude list plus the plan's)."""
 
     def __init__(self, exclude_patterns: list[str]) -> None:
-        self._exclude = re.compile("|".join(f"(?:{p})" for p in exclude_patterns)) if exclude_patterns else None
+        self._exclude = compile_any(exclude_patterns)
 
     def excluded(self, name: str) -> bool:
         return bool(self._exclude and self._exclude.fullmatch(name))

@@ -1,5 +1,7 @@
 """Name filters: MM2's full-match include/exclude regex lists and their defaults."""
 
+import time
+
 import pytest
 
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
@@ -81,9 +83,59 @@ def test_bad_exclude_regex_names_the_pattern() -> None:
         NameFilter([".*"], ["[x"])
 
 
-def test_patterns_valid_alone_but_not_joined_are_reported() -> None:
-    with pytest.raises(ValueError, match=r"joined as 'a\|\(\?i\)b'"):
-        NameFilter(["a", "(?i)b"], [])
+def test_inline_case_flag_applies_to_its_own_pattern_only() -> None:
+    # MM2 joins the list with "|", where a Java `(?i)` would leak into the patterns after it; here each
+    # pattern keeps its own flags.
+    flt = NameFilter(["a", "(?i)b", "c"], [])
+    assert flt.accepts("B") and flt.accepts("b") and flt.accepts("a") and flt.accepts("c")
+    assert not flt.accepts("A")
+    assert not flt.accepts("C")
+
+
+def test_inline_flag_group_is_supported() -> None:
+    assert NameFilter(["orders-(?i:eu|us)"], []).accepts("orders-EU")
+
+
+@pytest.mark.parametrize("flag", ["(?x)", "(?u)", "(?d)", "(?U)", "(?iU)"])
+def test_unsupported_inline_flags_are_refused_by_name(flag: str) -> None:
+    with pytest.raises(ValueError, match=r"inline flag .* is not supported.* \(\?i\)") as raised:
+        NameFilter([f"{flag}orders"], [])
+    assert flag.strip("(?)")[-1] in str(raised.value)
+
+
+@pytest.mark.parametrize(("pattern", "construct"), [
+    ("orders(?=-v2)", "look-around"),
+    ("orders(?!-v2)", "look-around"),
+    ("(a)\\1", "back-reference"),
+    ("a*+", "possessive"),
+    ("(?>a)", "atomic"),
+])
+def test_backtracking_constructs_are_refused_with_a_sentence(pattern: str, construct: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        NameFilter([pattern], [])
+    message = str(raised.value)
+    assert repr(pattern) in message and "linear time" in message and construct in message
+
+
+def test_java_class_intersection_is_refused_rather_than_read_otherwise() -> None:
+    with pytest.raises(ValueError, match="intersection"):
+        NameFilter(["[a-z&&[^b]]+"], [])
+
+
+@pytest.mark.timeout(10)
+def test_nested_quantifiers_match_in_linear_time() -> None:
+    # Catastrophic for a backtracking engine: (a+)+ against a long run of a's that finally fails.
+    flt = NameFilter(["(a+)+", "(x|x)*y"], ["(.*a){20}"])
+    started = time.monotonic()
+    assert not flt.accepts("a" * 40 + "!")
+    assert not flt.accepts("x" * 40)
+    assert flt.accepts("a" * 19)
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_huge_repetition_is_refused_not_built() -> None:
+    with pytest.raises(ValueError, match="repetition"):
+        NameFilter(["((a{100}){100}){100}"], [])
 
 
 @pytest.mark.parametrize(

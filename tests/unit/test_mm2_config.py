@@ -334,9 +334,15 @@ def test_bad_regex_in_topics_names_the_flow_key():
     _only_problem_about(MINIMAL + "groups.exclude = [x\n", "groups.exclude")
 
 
-def test_regexes_that_fail_only_when_joined_as_mirrormaker2_does():
-    message = _only_problem_about(MINIMAL + "topics = a, (?i)b\n", "topics")
-    assert "joined" in message
+def test_an_inline_flag_in_a_topic_list_is_understood_and_stays_in_its_pattern():
+    plan = plan_from_mm2_properties(MINIMAL + "topics = a, (?i)b, c\n", "test.properties")
+    assert plan.replicates_topic("B") and plan.replicates_topic("c")
+    assert not plan.replicates_topic("A") and not plan.replicates_topic("C")
+
+
+def test_a_regex_that_needs_backtracking_is_refused_naming_its_key():
+    message = _only_problem_about(MINIMAL + "topics = orders(?!-debug).*\n", "topics")
+    assert "linear time" in message
 
 
 def test_unknown_replication_policy_class():
