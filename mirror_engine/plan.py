@@ -6,15 +6,17 @@ allowed (`PlanError`). Loading never contacts a cluster.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.plan_yaml import PlanFileProblem, read_plan_yaml
 from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
 from mirror_engine.regexes import check_patterns
 
@@ -49,6 +51,48 @@ def _check_regexes(patterns: list[str]) -> list[str]:
     # RegexError is a ValueError: pydantic reports it under the field's path.
     check_patterns(patterns)
     return patterns
+
+
+def _shown(number: float) -> str:
+    return str(number) if isinstance(number, int) else f"{number:g}"
+
+
+def _in_range(low: float, high: float, unit: str, integer: bool, low_excluded: bool) -> Callable[[Any], Any]:
+    """A before-validator: the value as a finite number within [low, high] (or (low, high]), else one message
+    that names the range. YAML reads `1e300` as text and `.inf`/`.nan` as floats; all of them end here."""
+    kind = "a whole number" if integer else "a number"
+    of_unit = f" of {unit}" if unit else ""
+    excluded = " (excluded)" if low_excluded else ""
+    allowed = f"must be {kind}{of_unit} from {_shown(low)}{excluded} to {_shown(high)}"
+
+    def check(value: Any) -> Any:
+        number: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and len(value) <= 40:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        if number is None or not math.isfinite(number) or (integer and not float(number).is_integer()) \
+                or number < low or number > high or (low_excluded and number == low):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+            raise ValueError(f"{allowed}, got {shown}")
+        return int(number) if integer else float(number)
+
+    return check
+
+
+def _seconds(low: float, high: float) -> Any:
+    return Annotated[float, BeforeValidator(_in_range(low, high, "seconds", integer=False, low_excluded=False))]
+
+
+def _whole(low: int, high: int, unit: str = "") -> Any:
+    return Annotated[int, BeforeValidator(_in_range(low, high, unit, integer=True, low_excluded=False))]
+
+
+# Kafka's offsets and counts are signed 64-bit.
+_INT64_MAX = 2**63 - 1
 
 
 class ClusterSpec(_Strict):
@@ -151,15 +195,15 @@ class SyncSpec(_Strict):
 class EngineSpec(_Strict):
     # earliest, latest, or an ISO-8601 time: where a new flow starts reading each partition.
     start_from: str = "earliest"
-    batch_size: Annotated[int, Field(ge=1, le=100_000)] = 5000
-    linger_ms: Annotated[int, Field(ge=0, le=60_000)] = 20
+    batch_size: _whole(1, 100_000, "records") = 5000
+    linger_ms: _whole(0, 60_000, "milliseconds") = 20
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
-    producer_batch_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 1_048_576
-    refresh_interval_s: Annotated[float, Field(gt=0)] = 30.0
-    heartbeat_interval_s: Annotated[float, Field(gt=0)] = 1.0
-    offset_sync_interval_s: Annotated[float, Field(gt=0)] = 5.0
-    progress_interval_s: Annotated[float, Field(gt=0)] = 1.0
-    log_interval_s: Annotated[float, Field(gt=0)] = 30.0  # per-partition progress in the log
+    producer_batch_bytes: _whole(1024, 64 * 1024 * 1024, "bytes") = 1_048_576
+    refresh_interval_s: _seconds(0.1, 86_400) = 30.0
+    heartbeat_interval_s: _seconds(0.1, 3600) = 1.0
+    offset_sync_interval_s: _seconds(0.1, 3600) = 5.0
+    progress_interval_s: _seconds(0.05, 3600) = 1.0
+    log_interval_s: _seconds(0.1, 86_400) = 30.0  # per-partition progress in the log
     # Copy the source's heartbeats topic (as MM2's heartbeats.replication.enabled), which makes the flow's
     # latency measurable end to end (`mirror-engine latency`). Off by default: two plans from the same source
     # alias to the same target would both write the one replica topic.
@@ -169,15 +213,15 @@ class EngineSpec(_Strict):
     exactly_once: bool = False
     # A transaction left open by a crashed worker hides later records from read_committed readers until
     # the target aborts it after this long; the engine commits far more often (every progress_interval_s).
-    transaction_timeout_s: Annotated[float, Field(ge=5, le=900)] = 30.0
+    transaction_timeout_s: _seconds(5, 900) = 30.0
     # Skip records the source deleted before they were copied, instead of stopping the partition.
     allow_gaps: bool = False
     # Workers (`mirror-engine worker`): how long a silent worker keeps its partitions before the others take them.
-    session_timeout_s: Annotated[float, Field(ge=6, le=300)] = 10.0
-    status_interval_s: Annotated[float, Field(gt=0)] = 5.0  # status records and the HTTP status's refresh
+    session_timeout_s: _seconds(6, 300) = 10.0
+    status_interval_s: _seconds(0.1, 3600) = 5.0  # status records and the HTTP status's refresh
     # The loopback HTTP port of /status and /metrics: 0 picks a free one (logged, and in the status records),
     # -1 serves none.
-    status_port: Annotated[int, Field(ge=-1, le=65535)] = 0
+    status_port: _whole(-1, 65535) = 0
     status_host: str = "127.0.0.1"  # 0.0.0.0 to let a scraper on another host (or container) reach it
 
     @field_validator("start_from")
@@ -203,7 +247,7 @@ class BackfillSpec(_Strict):
 
 class ValidationSpec(_Strict):
     mode: Literal["full", "sample"] = "full"
-    sample_fraction: Annotated[float, Field(gt=0, le=1)] = 0.1
+    sample_fraction: Annotated[float, BeforeValidator(_in_range(0, 1, "", integer=False, low_excluded=True))] = 0.1
     report_dir: str = "reports"
     schedule: str | None = None
 
@@ -211,10 +255,10 @@ class ValidationSpec(_Strict):
 class CutoverSpec(_Strict):
     groups: list[str] = Field(default_factory=list)
     fence: bool = False
-    max_lag_records: Annotated[int, Field(ge=0)] = 0
-    producer_idle_s: Annotated[float, Field(ge=0)] = 30.0
-    wait_timeout_s: Annotated[float, Field(gt=0)] = 1800.0
-    checkpoint_interval_s: Annotated[float, Field(gt=0)] = 10.0
+    max_lag_records: _whole(0, _INT64_MAX, "records") = 0
+    producer_idle_s: _seconds(0, 86_400) = 30.0
+    wait_timeout_s: _seconds(0.1, 7 * 86_400) = 1800.0
+    checkpoint_interval_s: _seconds(0.1, 86_400) = 10.0
     sync_group_offsets: bool = True
 
 
@@ -307,14 +351,11 @@ def plan_from_dict(data: Any, source: str = "<dict>") -> MigrationPlan:
 
 
 def load_plan(path: str | Path) -> MigrationPlan:
-    """Read and validate a YAML plan; raise PlanError listing every problem."""
+    """Read and validate a YAML plan; raise PlanError listing every problem (a file that cannot be read as
+    a plan, safely and within a second, gives the one `(file)` problem that says why)."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as error:
-        raise PlanError(str(path), [f"(file): cannot read it: {error.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise PlanError(str(path), [f"(file): not valid YAML: {error}"]) from None
+        data = read_plan_yaml(path)
+    except PlanFileProblem as problem:
+        raise PlanError(str(path), [f"(file): {problem}"]) from None
     return plan_from_dict(data, str(path))
