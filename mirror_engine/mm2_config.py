@@ -2,372 +2,92 @@
 
 One replication flow `a->b` of the file becomes one plan: source alias `a`, target alias `b`, named `a-to-b`.
 The file is turned into the same dict a YAML plan holds and validated by `plan_from_dict`, so both routes
-share every check. A bad file fails with `PlanError`, listing every problem at once, each line starting
-with the MirrorMaker 2 key it concerns.
+share every check.
+
+Whatever MM2 4.x runs, this reader accepts: the file is read as `Properties.load` reads it
+(`java_properties`), and every key is sorted as MM2 sorts it (`mm2_settings`): used by MM2 (mapped to a
+plan field, or accepted as not needed by this engine and listed in the plan's description), ignored by MM2
+where it stands, or no Kafka setting at all. The last two become warnings, one line each, never errors.
+Errors (`PlanError`, every problem at once, each line starting with the key it concerns) are kept for what
+MM2 itself refuses (a value of the wrong type, a flow naming a cluster not in `clusters`, no enabled flow,
+an unreadable config provider reference) and for what the engine would do differently from MM2 (a custom
+replication policy, filter or converter, transforms, client settings librdkafka cannot take).
 
 Key shapes, as in MM2's `MirrorMakerConfig`:
 
-- top level: `clusters`, connector settings (`topics`, `replication.factor`, ...), worker settings, and
-  client security settings that apply to every cluster (`security.protocol`, `sasl.*`, `ssl.*`);
+- top level: `clusters`, connector settings (`topics`, `replication.factor`, ...), REST and config
+  provider settings, and client security settings that apply to every cluster (`security.protocol`,
+  `sasl.*`, `ssl.*`);
 - per cluster, `<a>.<setting>`: `bootstrap.servers`, client security settings (they win over the top-level
-  ones), `<a>.consumer.*` / `<a>.producer.*` / `<a>.admin.*` client settings, worker settings;
+  ones), `<a>.consumer.*` / `<a>.producer.*` / `<a>.admin.*` client settings, Connect worker settings;
 - per flow, `<a>-><b>.<setting>`: `enabled` and connector settings, which win over the top-level ones.
 
-Every key is either mapped to a plan field, accepted as not needed by this engine (listed in the plan's
-description), or reported as unknown. Defaults of unset MM2 settings: where MM2's default decides what ends
-up on the target and the plan can express it, MM2's default is used (DefaultReplicationPolicy,
-`replication.factor` 2, `sync.group.offsets.enabled` false); timing settings left unset keep the engine's
-own defaults. Lists that MM2 replaces wholesale (`topics.exclude`, `groups.exclude`,
-`config.properties.exclude`) are *added* to MM2's defaults by the plan, so an entry of the file identical
-to a default is dropped, and a default the file leaves out still applies.
+Defaults of unset MM2 settings: where MM2's default decides what ends up on the target and the plan can
+express it, MM2's default is used (DefaultReplicationPolicy, `replication.factor` 2,
+`sync.group.offsets.enabled` false); timing settings left unset keep the engine's own defaults. Lists that
+MM2 replaces wholesale (`topics.exclude`, `groups.exclude`, `config.properties.exclude`) are *added* to
+MM2's defaults by the plan, so an entry of the file identical to a default is dropped, and a default the
+file leaves out still applies.
+
+Secrets: `${env:NAME}` references in client settings stay references (the plan's `${NAME}`), resolved when
+the engine connects; `${file:...}` and `${directory:...}` references are read at load time. No error message
+shows a resolved value or a JAAS option value.
 """
 
 from __future__ import annotations
 
-import difflib
+import logging
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from mirror_engine.config_providers import ConfigProviderError, ConfigProviders
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.jaas_config import JaasConfigError, parse_jaas_config
+from mirror_engine.java_properties import PropertiesError, load_properties, parse_properties_text
+from mirror_engine.mm2_settings import MM2_PACKAGE, SECURITY, KeyInfo, Setting, classify_key
 from mirror_engine.plan import MM2_CONFIG_EXCLUDES, MigrationPlan, PlanError, plan_from_dict
 
-__all__ = ["RECOGNISED_SETTINGS", "load_mm2_config", "parse_properties", "plan_from_mm2_properties"]
+__all__ = ["Mm2Import", "import_mm2_properties", "load_mm2_config", "parse_properties",
+           "plan_from_mm2_properties", "read_mm2_config"]
 
-_MM2_PACKAGE = "org.apache.kafka.connect.mirror."
+_log = logging.getLogger(__name__)
+_CONVERTER_PACKAGE = "org.apache.kafka.connect.converters."
+# Client settings whose values go into the plan: environment references there stay references.
+_PLAN_CLIENT_SETTINGS = frozenset({*SECURITY, "bootstrap.servers", "client.id"})
+_UNDECLARED_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
-class _Setting:
-    """How one MM2 setting is checked, and whether the plan uses it (`mapped`) or only accepts it."""
+class Mm2Import:
+    """The plan of one flow of an MM2 file, and the warnings about keys MM2 ignores or does not know."""
 
-    kind: Literal["bool", "int", "list", "text", "choice", "class"]
-    mapped: bool = False
-    # "choice": allowed values (matched case-insensitively); "class": allowed simple class names.
-    choices: tuple[str, ...] = ()
-    low: int = -(2**31)
-    high: int = 2**31 - 1
-
-
-_BOOL = _Setting("bool")
-_INT = _Setting("int")
-_LONG = _Setting("int", low=-(2**63), high=2**63 - 1)
-_SHORT_FACTOR = _Setting("int", low=-1, high=32767)
-_TEXT = _Setting("text")
-
-# Connector settings (MirrorSourceConfig, MirrorCheckpointConfig, MirrorHeartbeatConfig, MirrorConnectorConfig,
-# Connect's ConnectorConfig): top level, or flow-scoped `<a>-><b>.<setting>`.
-_CONNECTOR: dict[str, _Setting] = {
-    "topics": _Setting("list", mapped=True),
-    "topics.exclude": _Setting("list", mapped=True),
-    "topics.blacklist": _Setting("list", mapped=True),
-    "groups": _Setting("list", mapped=True),
-    "groups.exclude": _Setting("list", mapped=True),
-    "groups.blacklist": _Setting("list", mapped=True),
-    "config.properties.exclude": _Setting("list", mapped=True),
-    "config.properties.blacklist": _Setting("list", mapped=True),
-    "replication.policy.class": _Setting(
-        "class", mapped=True, choices=("DefaultReplicationPolicy", "IdentityReplicationPolicy")
-    ),
-    "replication.policy.separator": _Setting("text", mapped=True),
-    "replication.policy.internal.topic.separator.enabled": _Setting("bool", mapped=True),
-    "replication.factor": _Setting("int", mapped=True),
-    "sync.topic.configs.enabled": _Setting("bool", mapped=True),
-    "sync.topic.acls.enabled": _Setting("bool", mapped=True),
-    "sync.group.offsets.enabled": _Setting("bool", mapped=True),
-    "emit.heartbeats.interval.seconds": _Setting("int", mapped=True, low=-(2**63), high=2**63 - 1),
-    "emit.checkpoints.interval.seconds": _Setting("int", mapped=True, low=-(2**63), high=2**63 - 1),
-    "sync.group.offsets.interval.seconds": _Setting("int", mapped=True, low=-(2**63), high=2**63 - 1),
-    "refresh.topics.interval.seconds": _Setting("int", mapped=True, low=-(2**63), high=2**63 - 1),
-    "exactly.once.support": _Setting("choice", mapped=True, choices=("requested", "required")),
-    # Accepted, not needed by this engine.
-    "tasks.max": _Setting("int", low=1),
-    "offset-syncs.topic.location": _Setting("choice", choices=("source", "target")),
-    "offset.lag.max": _LONG,
-    "emit.offset-syncs.enabled": _BOOL,
-    "offset-syncs.topic.replication.factor": _SHORT_FACTOR,
-    "checkpoints.topic.replication.factor": _SHORT_FACTOR,
-    "heartbeats.topic.replication.factor": _SHORT_FACTOR,
-    "refresh.topics.enabled": _BOOL,
-    "refresh.groups.enabled": _BOOL,
-    "refresh.groups.interval.seconds": _LONG,
-    "sync.topic.configs.interval.seconds": _LONG,
-    "sync.topic.acls.interval.seconds": _LONG,
-    "emit.heartbeats.enabled": _BOOL,
-    "emit.checkpoints.enabled": _BOOL,
-    "heartbeats.replication.enabled": _BOOL,
-    "consumer.poll.timeout.ms": _LONG,
-    "admin.timeout.ms": _LONG,
-    # Only MM2's own filters: their behaviour is what the plan implements.
-    "topic.filter.class": _Setting("class", choices=("DefaultTopicFilter",)),
-    "group.filter.class": _Setting("class", choices=("DefaultGroupFilter",)),
-    "config.property.filter.class": _Setting("class", choices=("DefaultConfigPropertyFilter",)),
-}
-
-# Client security settings: per cluster (`<a>.ssl.keystore.location`), or top level for every cluster.
-_SECURITY: dict[str, _Setting] = {
-    "security.protocol": _Setting("choice", mapped=True, choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-    "sasl.mechanism": _Setting("text", mapped=True),
-    "sasl.jaas.config": _Setting("text", mapped=True),
-    "sasl.kerberos.service.name": _Setting("text", mapped=True),
-    "ssl.keystore.type": _Setting("choice", mapped=True, choices=("JKS", "PKCS12", "PEM")),
-    "ssl.keystore.location": _Setting("text", mapped=True),
-    "ssl.keystore.password": _Setting("text", mapped=True),
-    "ssl.key.password": _Setting("text", mapped=True),
-    "ssl.keystore.key": _Setting("text", mapped=True),
-    "ssl.keystore.certificate.chain": _Setting("text", mapped=True),
-    "ssl.truststore.type": _Setting("choice", mapped=True, choices=("JKS", "PKCS12", "PEM")),
-    "ssl.truststore.location": _Setting("text", mapped=True),
-    "ssl.truststore.certificates": _Setting("text", mapped=True),
-    "ssl.endpoint.identification.algorithm": _Setting("text", mapped=True),
-    # JVM TLS/SASL tuning with no librdkafka counterpart.
-    "ssl.truststore.password": _TEXT,
-    "ssl.protocol": _TEXT,
-    "ssl.enabled.protocols": _TEXT,
-    "ssl.provider": _TEXT,
-    "ssl.cipher.suites": _TEXT,
-    "ssl.keymanager.algorithm": _TEXT,
-    "ssl.trustmanager.algorithm": _TEXT,
-    "ssl.secure.random.implementation": _TEXT,
-    "ssl.engine.factory.class": _TEXT,
-    "sasl.client.callback.handler.class": _TEXT,
-}
-_SECURITY_PREFIXES = ("sasl.login.", "sasl.kerberos.", "sasl.oauthbearer.")
-
-_EXACTLY_ONCE_SOURCE = _Setting("choice", mapped=True, choices=("disabled", "enabled", "preparing"))
-
-# Per cluster only.
-_CLUSTER: dict[str, _Setting] = {
-    "bootstrap.servers": _Setting("text", mapped=True),
-    "client.id": _Setting("text", mapped=True),
-    "exactly.once.source.support": _EXACTLY_ONCE_SOURCE,
-}
-
-# Top level only (MirrorMakerConfig and the Connect worker of each herder).
-_TOP: dict[str, _Setting] = {
-    "clusters": _Setting("list", mapped=True),
-    "dedicated.mode.enable.internal.rest": _BOOL,
-    "plugin.discovery": _Setting("choice", choices=("only_scan", "hybrid_warn", "hybrid_fail", "service_load")),
-    "plugin.path": _TEXT,
-    "config.providers": _Setting("list"),
-    "exactly.once.source.support": _EXACTLY_ONCE_SOURCE,
-}
-
-# Prefixed client settings: MM2 passes them to its Java clients; recognised, not needed here.
-_CLIENT_PREFIXES = ("consumer.", "producer.", "admin.")
-# Connect worker internal topics (mm2-offsets/configs/status.<a>.internal): not used by this engine.
-_WORKER_PREFIXES = ("offset.storage.", "config.storage.", "status.storage.")
-_ISOLATION_LEVEL = _Setting("choice", choices=("read_committed", "read_uncommitted"))
-
-RECOGNISED_SETTINGS: dict[str, tuple[str, ...]] = {
-    "top level": (*_TOP, *_CONNECTOR, *_SECURITY, *(f"{p}*" for p in (*_SECURITY_PREFIXES, *_CLIENT_PREFIXES,
-                                                                       *_WORKER_PREFIXES, "config.providers."))),
-    "<a>.": (*_CLUSTER, *_SECURITY, *(f"{p}*" for p in (*_SECURITY_PREFIXES, *_CLIENT_PREFIXES, *_WORKER_PREFIXES))),
-    "<a>-><b>.": ("enabled", *_CONNECTOR, *(f"{p}*" for p in _CLIENT_PREFIXES)),
-}
-"""Settings this reader knows, by scope; `*` ends a prefix."""
-
-
-def _prefixed(name: str, prefixes: tuple[str, ...]) -> bool:
-    return any(name.startswith(prefix) and len(name) > len(prefix) for prefix in prefixes)
-
-
-def _client_spec(name: str) -> _Setting | None:
-    if name == "consumer.isolation.level":
-        return _ISOLATION_LEVEL
-    return _TEXT if _prefixed(name, _CLIENT_PREFIXES) else None
-
-
-def _top_spec(name: str) -> _Setting | None:
-    spec = _TOP.get(name) or _CONNECTOR.get(name) or _SECURITY.get(name)
-    if spec:
-        return spec
-    if _prefixed(name, (*_SECURITY_PREFIXES, *_WORKER_PREFIXES, "config.providers.")):
-        return _TEXT
-    return _client_spec(name)
-
-
-def _cluster_spec(name: str) -> _Setting | None:
-    spec = _CLUSTER.get(name) or _SECURITY.get(name)
-    if spec:
-        return spec
-    if _prefixed(name, (*_SECURITY_PREFIXES, *_WORKER_PREFIXES)):
-        return _TEXT
-    return _client_spec(name)
-
-
-def _flow_spec(name: str) -> _Setting | None:
-    if name == "enabled":
-        return _Setting("bool", mapped=True)
-    return _CONNECTOR.get(name) or _client_spec(name)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Java .properties syntax (the subset MM2 files use; `java.util.Properties.load` rules)
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_WHITESPACE = " \t\f"
-_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _continues(line: str) -> bool:
-    """True if the line ends with an odd number of backslashes (the last one escapes the line break)."""
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _unescape(raw: str, problems: list[str], where: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        char = raw[i]
-        if char != "\\":
-            out.append(char)
-            i += 1
-            continue
-        if i + 1 == len(raw):  # a lone backslash at the very end of the file
-            break
-        escaped = raw[i + 1]
-        if escaped == "u":
-            digits = raw[i + 2 : i + 6]
-            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                out.append(chr(int(digits, 16)))
-                i += 6
-                continue
-            problems.append(f"{where}: malformed \\uXXXX escape {raw[i : i + 6]!r}")
-            i += 2
-            continue
-        out.append(_SIMPLE_ESCAPES.get(escaped, escaped))
-        i += 2
-    return "".join(out)
-
-
-def _split_entry(line: str) -> tuple[str, str]:
-    """Split a logical line into raw (still escaped) key and value."""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char in "=:" or char in _WHITESPACE:
-            break
-        i += 1
-    key = line[:i]
-    rest = line[i:].lstrip(_WHITESPACE)
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(_WHITESPACE)
-    return key, rest
-
-
-def _parse(text: str) -> tuple[dict[str, str], list[str]]:
-    entries: dict[str, str] = {}
-    problems: list[str] = []
-    lines = _LINE_BREAK.split(text)
-    index = 0
-    while index < len(lines):
-        number = index + 1
-        line = lines[index].lstrip(_WHITESPACE)
-        index += 1
-        if not line or line[0] in "#!":
-            continue  # a comment line never continues, even if it ends with a backslash
-        while _continues(line):
-            line = line[:-1]
-            if index == len(lines):
-                break
-            line += lines[index].lstrip(_WHITESPACE)
-            index += 1
-        raw_key, raw_value = _split_entry(line)
-        key = _unescape(raw_key, problems, f"(line {number})")
-        value = _unescape(raw_value, problems, key or f"(line {number})")
-        # MM2's ConfigDef trims every value it parses.
-        entries[key] = value.strip()
-    return entries, problems
+    plan: MigrationPlan
+    warnings: tuple[str, ...]
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """The entries of a Java .properties text (later duplicates win, as in Java); ValueError if malformed."""
-    entries, problems = _parse(text)
-    if problems:
-        raise ValueError("; ".join(problems))
-    return entries
+    """The entries of a Java .properties text (see `java_properties`); ValueError if malformed."""
+    return parse_properties_text(text)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Classifying and checking keys
-
-
-@dataclass(frozen=True)
-class _Key:
-    scope: Literal["top", "cluster", "flow"]
-    owner: str  # the cluster alias, or "a->b", or "" at top level
-    name: str  # the setting inside its scope
-    spec: _Setting
+# Values
 
 
 def _split_list(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def _unknown(key: str, name: str, known: list[str], prefix: str = "") -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-    hint = f"did you mean {prefix}{close[0]}?" if close else "not a setting this reader knows; check its spelling"
-    return f"{key}: unknown MirrorMaker 2 setting ({hint})"
-
-
-def _match_alias(text: str, clusters: list[str]) -> str | None:
-    """The listed cluster alias that `text` starts with, followed by a dot (longest first)."""
-    for alias in sorted(clusters, key=len, reverse=True):
-        if text.startswith(alias + ".") and len(text) > len(alias) + 1:
-            return alias
-    return None
-
-
-def _classify(key: str, clusters: list[str]) -> _Key | str:
-    """The key's scope and spec, or a problem line."""
-    listed = ", ".join(clusters) if clusters else "none listed"
-    if "->" in key:
-        source, _, rest = key.partition("->")
-        target = _match_alias(rest, clusters) or rest.partition(".")[0]
-        name = rest[len(target) + 1 :]
-        if not source or not target or not rest.startswith(target + ".") or not name:
-            return f"{key}: unknown MirrorMaker 2 setting (a flow setting is written <source>-><target>.<setting>)"
-        for alias in (source, target):
-            if alias not in clusters:
-                return f"{key}: names cluster '{alias}', which is not in clusters ({listed})"
-        if source == target:
-            return f"{key}: a flow needs two different clusters, got {source}->{target}"
-        spec = _flow_spec(name)
-        if spec is None:
-            return _unknown(key, name, ["enabled", *_CONNECTOR], f"{source}->{target}.")
-        return _Key("flow", f"{source}->{target}", name, spec)
-
-    spec = _top_spec(key)
-    if spec is not None:
-        return _Key("top", "", key, spec)
-    alias = _match_alias(key, clusters)
-    if alias is not None:
-        name = key[len(alias) + 1 :]
-        spec = _cluster_spec(name)
-        if spec is not None:
-            return _Key("cluster", alias, name, spec)
-        if name in _CONNECTOR or name == "enabled":
-            return (f"{key}: unknown MirrorMaker 2 setting: {name} is not a per-cluster setting; set it at top level "
-                    f"or for a flow, e.g. {alias}-><target>.{name}")
-        return _unknown(key, name, [*_CLUSTER, *_SECURITY], f"{alias}.")
-    first, dot, name = key.partition(".")
-    if dot and _cluster_spec(name) is not None:
-        return f"{key}: unknown MirrorMaker 2 setting: '{first}' is not in clusters ({listed})"
-    return _unknown(key, key, [*_TOP, *_CONNECTOR, *_SECURITY])
-
-
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[dDfF]?")
 
 
-def _convert(key: str, value: str, spec: _Setting, problems: list[str]) -> Any:
-    """The checked value of one setting, or None after adding a problem."""
+def _convert(key: str, value: str, spec: Setting, problems: list[str]) -> Any:
+    """The value parsed as MM2's ConfigDef parses it, or None after adding a problem."""
     if spec.kind == "bool":
         if value.lower() in ("true", "false"):
             return value.lower() == "true"
@@ -379,6 +99,10 @@ def _convert(key: str, value: str, spec: _Setting, problems: list[str]) -> Any:
             problems.append(f"{key}: must be from {spec.low} to {spec.high}, got {value}")
         else:
             return int(value)
+    elif spec.kind == "double":
+        if _DOUBLE.fullmatch(value):
+            return value
+        problems.append(f"{key}: must be a number, got {value!r}")
     elif spec.kind == "list":
         return _split_list(value)
     elif spec.kind == "choice":
@@ -387,86 +111,70 @@ def _convert(key: str, value: str, spec: _Setting, problems: list[str]) -> Any:
                 return choice
         problems.append(f"{key}: must be one of {', '.join(spec.choices)}, got {value!r}")
     elif spec.kind == "class":
+        package = _CONVERTER_PACKAGE if spec.choices == ("ByteArrayConverter",) else MM2_PACKAGE
         for simple in spec.choices:
-            if value in (simple, _MM2_PACKAGE + simple):
+            if value in (simple, package + simple):
                 return simple
-        allowed = ", ".join(_MM2_PACKAGE + simple for simple in spec.choices)
-        problems.append(f"{key}: class {value!r} is not supported by this engine; allowed: {allowed} "
-                        "(or the simple class name)")
+        allowed = " or ".join(package + simple for simple in spec.choices)
+        problems.append(f"{key}: class {value!r} is not supported by this engine, which runs {allowed} "
+                        "(the simple class name is accepted too)")
     else:
         return value
     return None
 
 
+def _resolve(key: str, name: str, value: str, providers: ConfigProviders, environ: Mapping[str, str],
+             problems: list[str], warnings: list[str]) -> str | None:
+    """The value with its config provider references resolved (environment ones kept in client settings)."""
+    defer = name in _PLAN_CLIENT_SETTINGS
+    if "env" not in providers.names and _UNDECLARED_ENV.search(value):
+        # MM2 resolves ${env:...} only with an EnvVarConfigProvider declared as `env`; earlier versions of this
+        # reader took it without one, so it is still read, with a warning.
+        warnings.append(f"{key}: MM2 resolves ${{env:...}} only with config.providers = env and "
+                        "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider; "
+                        "the engine reads the environment variable itself")
+
+        def environment(match: re.Match[str]) -> str:
+            if defer:
+                return "${" + match.group(1) + "}"
+            if match.group(1) not in environ:
+                raise ConfigProviderError(f"{key}: reference {match.group(0)}: environment variable "
+                                          f"{match.group(1)} is not set")
+            return environ[match.group(1)]
+
+        try:
+            value = _UNDECLARED_ENV.sub(environment, value)
+        except ConfigProviderError as error:
+            problems.append(str(error))
+            return None
+    try:
+        return providers.resolve(key, value, defer_env=defer)
+    except ConfigProviderError as error:
+        problems.append(str(error))
+        return None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Client settings: Java client (JAAS, keystores) to librdkafka
 
-_PROVIDER_REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-]+):([^}]*)\}")
-_ENV_NAME = re.compile(r":?([A-Za-z_][A-Za-z0-9_]*)")
-_JAAS_HEAD = re.compile(r"\s*(?P<module>[A-Za-z_$][\w.$]*)\s+(?P<flag>required|requisite|sufficient|optional)\b",
-                        re.IGNORECASE)
-_JAAS_OPTION = re.compile(r'\s*(?P<name>[A-Za-z_][\w.\-]*)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;"]+))')
 _JAAS_LOGIN_MODULES = {
     "PlainLoginModule": ("PLAIN",),
     "ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
-
-
-def _resolve_references(key: str, value: str, problems: list[str]) -> str | None:
-    """`${env:NAME}` (MM2's EnvVarConfigProvider) becomes the plan's `${NAME}`; other providers are errors."""
-    bad: list[str] = []
-
-    def replace(match: re.Match[str]) -> str:
-        provider, rest = match.group(1), match.group(2)
-        name = _ENV_NAME.fullmatch(rest)
-        if provider == "env" and name:
-            return "${" + name.group(1) + "}"
-        bad.append(match.group(0))
-        return match.group(0)
-
-    resolved = _PROVIDER_REFERENCE.sub(replace, value)
-    if bad:
-        problems.append(f"{key}: config provider reference {bad[0]} is not resolved by this engine; "
-                        "use an environment variable, ${env:NAME} or ${NAME}")
-        return None
-    return resolved
-
-
-def _parse_jaas(key: str, text: str, problems: list[str]) -> tuple[str, dict[str, str]] | None:
-    """The login module's simple class name and its options."""
-    head = _JAAS_HEAD.match(text)
-    if head is None:
-        problems.append(f"{key}: expected '<LoginModule class> required name=\"value\" ...;'")
-        return None
-    options: dict[str, str] = {}
-    position = head.end()
-    while True:
-        option = _JAAS_OPTION.match(text, position)
-        if option is None:
-            break
-        quoted = option.group("quoted")
-        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else option.group("bare")
-        options[option.group("name")] = value
-        position = option.end()
-    rest = text[position:].strip()
-    if rest not in ("", ";"):
-        if ";" in rest[:-1] or _JAAS_HEAD.match(rest.lstrip(";")):
-            problems.append(f"{key}: holds more than one login module; a Kafka client takes exactly one")
-        else:
-            problems.append(f"{key}: cannot read the options from {rest[:40]!r}")
-        return None
-    return head.group("module").rpartition(".")[2], options
-
-
 _Client = dict[str, tuple[str, str]]  # librdkafka name -> (value, the MM2 key it came from)
 
 
 def _jaas_credentials(alias: str, settings: dict[str, tuple[str, Any]], client: _Client, problems: list[str]) -> None:
     key, text = settings["sasl.jaas.config"]
-    parsed = _parse_jaas(key, text, problems)
-    if parsed is None:
+    try:
+        entries = parse_jaas_config(text)
+    except JaasConfigError as error:
+        problems.append(f"{key}: {error}")
         return
-    module, options = parsed
+    if len(entries) != 1:
+        problems.append(f"{key}: holds {len(entries)} login modules; a Kafka client takes exactly one")
+        return
+    module, options = entries[0].simple_name, entries[0].options
     mechanisms = _JAAS_LOGIN_MODULES.get(module)
     if mechanisms is None:
         allowed = ", ".join(_JAAS_LOGIN_MODULES)
@@ -526,6 +234,7 @@ def _tls_settings(settings: dict[str, tuple[str, Any]], client: _Client, problem
             problems.append(f"{entry[0]}: must be https or empty (no hostname check), got {entry[1]!r}")
 
 
+
 def _client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: list[str]) -> dict[str, str]:
     """librdkafka settings for one cluster from its Java client settings (`settings`: name -> (key, value))."""
     client: _Client = {}
@@ -536,12 +245,7 @@ def _client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: l
     if "sasl.jaas.config" in settings:
         _jaas_credentials(alias, settings, client, problems)
     _tls_settings(settings, client, problems)
-    resolved: dict[str, str] = {}
-    for name, (text, key) in client.items():
-        value = _resolve_references(key, text, problems)
-        if value is not None:
-            resolved[name] = value
-    return resolved
+    return {name: value for name, (value, _key) in client.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -555,7 +259,7 @@ def _plan_name(source: str, target: str) -> str:
 
 
 def _choose_flow(
-    flow: str | None, keys: dict[str, _Key], values: dict[str, Any], clusters: list[str], problems: list[str]
+    flow: str | None, keys: dict[str, KeyInfo], values: dict[str, Any], clusters: list[str], problems: list[str]
 ) -> tuple[str, str] | None:
     if flow is not None:
         match = re.fullmatch(r"\s*(\S+?)\s*->\s*(\S+?)\s*", flow)
@@ -577,14 +281,13 @@ def _choose_flow(
             chosen_ok = False
         return (source, target) if chosen_ok else None
 
-    enabled = [
-        key for key, spec in keys.items() if spec.scope == "flow" and spec.name == "enabled" and values.get(key)
-    ]
+    flow_switches = [key for key, info in keys.items()
+                     if info.scope == "flow" and info.name == "enabled" and info.role == "used"]
+    enabled = [key for key in flow_switches if values.get(key)]
     if len(enabled) == 1:
         source, _, target = keys[enabled[0]].owner.partition("->")
         return source, target
-    unreadable = [key for key, spec in keys.items() if spec.scope == "flow" and spec.name == "enabled"
-                  and key not in values]
+    unreadable = [key for key in flow_switches if key not in values]
     if not clusters or unreadable:
         return None  # no clusters, or an enabled value that is not a boolean: already reported
     if not enabled:
@@ -601,7 +304,7 @@ def _choose_flow(
 class _Builder:
     """Collects the plan dict and, for each plan field, the MM2 key it came from."""
 
-    def __init__(self, keys: dict[str, _Key], values: dict[str, Any], source: str, target: str) -> None:
+    def __init__(self, keys: dict[str, KeyInfo], values: dict[str, Any], source: str, target: str) -> None:
         self.keys = keys
         self.values = values
         self.source = source
@@ -634,44 +337,87 @@ class _Builder:
             self.put(path, convert(value) if convert else value, key)
 
 
-def _cluster_settings(alias: str, keys: dict[str, _Key], values: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+def _cluster_settings(alias: str, keys: dict[str, KeyInfo], values: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Client settings of one cluster: `<alias>.<name>` over top-level `<name>` (MirrorMakerConfig.clusterProps)."""
     settings: dict[str, tuple[str, Any]] = {}
     for scope, owner in (("top", ""), ("cluster", alias)):
-        for key, parsed in keys.items():
-            relevant = parsed.name in _SECURITY or parsed.name in _CLUSTER
-            if relevant and parsed.scope == scope and parsed.owner == owner and key in values:
-                settings[parsed.name] = (key, values[key])
+        for key, info in keys.items():
+            relevant = info.name in _PLAN_CLIENT_SETTINGS and not (scope == "top" and info.name == "client.id")
+            if relevant and info.scope == scope and info.owner == owner and key in values:
+                settings[info.name] = (key, values[key])
     return settings
 
 
-def _build(builder: _Builder, problems: list[str]) -> set[str]:
-    """Fill the builder's plan dict; return the plan paths left out because of a problem already reported."""
-    keys, values = builder.keys, builder.values
-    broken: set[str] = set()
-    enabled_key = f"{builder.flow}.enabled"
-    builder.put("name", _plan_name(builder.source, builder.target), enabled_key)
-
+def _cluster_fields(builder: _Builder, problems: list[str], broken: set[str]) -> None:
     for side, alias in (("source", builder.source), ("target", builder.target)):
-        settings = _cluster_settings(alias, keys, values)
+        settings = _cluster_settings(alias, builder.keys, builder.values)
         builder.put(f"{side}.alias", alias, "clusters")
         bootstrap = settings.get("bootstrap.servers")
         if bootstrap is None or not bootstrap[1]:
             key = f"{alias}.bootstrap.servers"
-            if key not in keys:
+            if key not in builder.keys:
                 problems.append(f"{key}: required: the {side} cluster '{alias}' of flow {builder.flow} needs "
                                 "its bootstrap servers")
             else:
                 problems.append(f"{key}: must not be empty")
             broken.add(side)
         else:
-            servers = _resolve_references(bootstrap[0], ",".join(_split_list(bootstrap[1])), problems)
-            if servers is None:
-                broken.add(side)
-            else:
-                builder.put(f"{side}.bootstrap_servers", servers, bootstrap[0])
+            builder.put(f"{side}.bootstrap_servers", ",".join(bootstrap[1]), bootstrap[0])
         client = _client_config(alias, settings, problems)
         if client:
             builder.put(f"{side}.client", client, f"{alias}.*")
+
+
+def _naming_fields(builder: _Builder, problems: list[str], warnings: list[str]) -> None:
+    """The replication policy, with MM2's `source.cluster.alias` / `target.cluster.alias` overrides."""
+    policy = builder.lookup("replication.policy.class")
+    kind = "identity" if policy and policy[1] == "IdentityReplicationPolicy" else "default"
+    separator = builder.lookup("replication.policy.separator")
+    source_alias = builder.lookup("source.cluster.alias")
+    keep_separator = True
+    if source_alias is not None and source_alias[1] != builder.source:
+        if source_alias[1] == "" and separator is not None and separator[1] == "":
+            # `"" + "" + topic` is the topic itself: the way to keep topic names before IdentityReplicationPolicy.
+            kind, keep_separator = "identity", False
+            warnings.append(f"{source_alias[0]}: empty, with an empty replication.policy.separator: topic names "
+                            "are kept, as with IdentityReplicationPolicy; MM2 would also name its internal topics "
+                            "without separators (e.g. checkpointsinternal), the engine names them as "
+                            f"IdentityReplicationPolicy does ({builder.source}.checkpoints.internal)")
+        elif kind == "default":
+            problems.append(f"{source_alias[0]}: MM2 would name remote topics "
+                            f"'{source_alias[1]}{separator[1] if separator else '.'}<topic>'; the engine names them "
+                            f"after the flow's source cluster '{builder.source}'; remove it or set it to "
+                            f"{builder.source} (an empty alias with an empty replication.policy.separator keeps "
+                            "topic names)")
+    target_alias = builder.lookup("target.cluster.alias")
+    if target_alias is not None and target_alias[1] != builder.target:
+        problems.append(f"{target_alias[0]}: MM2 would treat '{target_alias[1]}' as the target cluster of flow "
+                        f"{builder.flow} (cycle detection, internal topic names); the engine uses "
+                        f"'{builder.target}'; remove it or set it to {builder.target}")
+    builder.put("replication_policy.type", kind, policy[0] if policy else "replication.policy.class")
+    if keep_separator:
+        builder.map("replication_policy.separator", "replication.policy.separator")
+    builder.map("replication_policy.internal_separator_enabled", "replication.policy.internal.topic.separator.enabled")
+
+
+def _record_fields(builder: _Builder, problems: list[str]) -> None:
+    """What MM2 would do to each record that the engine does not: transforms, converters other than bytes."""
+    transforms = builder.lookup("transforms")
+    if transforms is not None and transforms[1]:
+        problems.append(f"{transforms[0]}: MM2 would apply the transforms {', '.join(transforms[1])} to every "
+                        "record; the engine copies records unchanged, so remove them or keep running MM2")
+    for name in ("key.converter", "value.converter", "header.converter"):
+        worker_key = f"{builder.target}.{name}"
+        if builder.lookup(name) is None and worker_key in builder.keys and worker_key not in builder.values:
+            continue  # a bad converter class of the target's worker: already reported
+
+
+def _build(builder: _Builder, problems: list[str], warnings: list[str]) -> set[str]:
+    """Fill the builder's plan dict; return the plan paths left out because of a problem already reported."""
+    values = builder.values
+    broken: set[str] = set()
+    builder.put("name", _plan_name(builder.source, builder.target), f"{builder.flow}.enabled")
+    _cluster_fields(builder, problems, broken)
 
     builder.map("topics.include", "topics")
     builder.map("topics.exclude", "topics.exclude", "topics.blacklist",
@@ -680,12 +426,8 @@ def _build(builder: _Builder, problems: list[str]) -> set[str]:
     builder.map("groups.exclude", "groups.exclude", "groups.blacklist",
                 convert=lambda items: [p for p in items if p not in DEFAULT_GROUP_EXCLUDES])
 
-    # MM2's default policy is DefaultReplicationPolicy (the plan's is identity).
-    policy = builder.lookup("replication.policy.class")
-    kind = "identity" if policy and policy[1] == "IdentityReplicationPolicy" else "default"
-    builder.put("replication_policy.type", kind, policy[0] if policy else "replication.policy.class")
-    builder.map("replication_policy.separator", "replication.policy.separator")
-    builder.map("replication_policy.internal_separator_enabled", "replication.policy.internal.topic.separator.enabled")
+    _naming_fields(builder, problems, warnings)
+    _record_fields(builder, problems)
 
     builder.map("sync.configs", "sync.topic.configs.enabled")
     builder.map("sync.acls", "sync.topic.acls.enabled")
@@ -720,13 +462,14 @@ def _build(builder: _Builder, problems: list[str]) -> set[str]:
     return broken
 
 
-def _unused_keys(keys: dict[str, _Key], flow: str, source: str, target: str) -> list[str]:
-    """Recognised keys that apply to this flow but that the plan does not need."""
+def _unused_keys(keys: dict[str, KeyInfo], flow: str, source: str, target: str) -> list[str]:
+    """Keys MM2 uses for this flow that the plan does not need."""
     unused = []
-    for key, parsed in keys.items():
-        applies = (parsed.scope == "top" or (parsed.scope == "flow" and parsed.owner == flow)
-                   or (parsed.scope == "cluster" and parsed.owner in (source, target)))
-        if applies and not parsed.spec.mapped and key != "clusters":
+    for key, info in keys.items():
+        applies = (info.scope == "top" or (info.scope == "flow" and info.owner == flow)
+                   or (info.scope == "cluster" and info.owner in (source, target)))
+        mapped = info.spec is not None and info.spec.mapped
+        if applies and info.role == "used" and not mapped and key != "clusters":
             unused.append(key)
     return unused
 
@@ -759,12 +502,49 @@ def _filter_problems(plan: MigrationPlan, origins: dict[str, str]) -> list[str]:
     return problems
 
 
-def plan_from_mm2_properties(text: str, source_name: str, flow: str | None = None) -> MigrationPlan:
-    """The plan for one replication flow of a MirrorMaker 2 properties file; PlanError lists every problem.
+def _read_keys(entries: dict[str, str], clusters: list[str], providers: ConfigProviders,
+               environ: Mapping[str, str], problems: list[str],
+               warnings: list[str]) -> tuple[dict[str, KeyInfo], dict[str, Any]]:
+    """Every key's role and, for keys MM2 uses, its resolved and parsed value."""
+    keys: dict[str, KeyInfo] = {}
+    values: dict[str, Any] = {}
+    for key, raw in entries.items():
+        info = classify_key(key, clusters)
+        if isinstance(info, str):
+            problems.append(info)
+            continue
+        keys[key] = info
+        if info.role != "used":
+            warnings.append(f"{key}: {info.note}")
+        if info.spec is None:
+            continue
+        value: str | None = raw.strip()  # MM2's ConfigDef trims every value it parses
+        if info.role == "used" and "${" in raw:
+            value = _resolve(key, info.name, raw, providers, environ, problems, warnings)
+            value = None if value is None else value.strip()
+        if value is None:
+            continue
+        converted = _convert(key, value, info.spec, problems)
+        if converted is not None and info.role == "used":
+            values[key] = converted
+    return keys, values
 
-    `flow` ("a->b") chooses the flow; without it the file must enable exactly one (`a->b.enabled = true`).
+
+def import_mm2_properties(content: str | bytes, source_name: str, flow: str | None = None, *,
+                          environ: Mapping[str, str] | None = None) -> Mm2Import:
+    """The plan for one replication flow of a MirrorMaker 2 properties file, with its warnings.
+
+    `content` is the file's bytes (read as ISO-8859-1, as MM2 reads them) or its text. `flow` ("a->b")
+    chooses the flow; without it the file must enable exactly one (`a->b.enabled = true`). `environ` is what
+    `${env:...}` references read (the process environment by default). PlanError lists every problem.
     """
-    entries, problems = _parse(text)
+    environ = os.environ if environ is None else environ
+    try:
+        entries = load_properties(content) if isinstance(content, bytes) else parse_properties_text(content)
+    except PropertiesError as error:
+        raise PlanError(source_name, [f"(file): {error}"]) from None
+    problems: list[str] = []
+    warnings: list[str] = []
 
     clusters: list[str] = []
     if "clusters" in entries:
@@ -774,17 +554,9 @@ def plan_from_mm2_properties(text: str, source_name: str, flow: str | None = Non
     else:
         problems.append("clusters: required: list the cluster aliases, e.g. clusters = source, target")
 
-    keys: dict[str, _Key] = {}
-    values: dict[str, Any] = {}
-    for key, value in entries.items():
-        classified = _classify(key, clusters)
-        if isinstance(classified, str):
-            problems.append(classified)
-            continue
-        keys[key] = classified
-        converted = _convert(key, value, classified.spec, problems)
-        if converted is not None:
-            values[key] = converted
+    providers, provider_problems = ConfigProviders.from_entries(entries, environ)
+    problems.extend(provider_problems)
+    keys, values = _read_keys(entries, clusters, providers, environ, problems, warnings)
 
     chosen = _choose_flow(flow, keys, values, clusters, problems)
     if chosen is None:
@@ -792,7 +564,7 @@ def plan_from_mm2_properties(text: str, source_name: str, flow: str | None = Non
 
     source, target = chosen
     builder = _Builder(keys, values, source, target)
-    broken = _build(builder, problems)
+    broken = _build(builder, problems, warnings)
     unused = _unused_keys(keys, builder.flow, source, target)
     description = f"Imported from the MirrorMaker 2 config {source_name}, flow {builder.flow}."
     if unused:
@@ -810,16 +582,30 @@ def plan_from_mm2_properties(text: str, source_name: str, flow: str | None = Non
     problems.extend(_filter_problems(plan, builder.origins))
     if problems:
         raise PlanError(source_name, problems)
-    return plan
+    return Mm2Import(plan, tuple(warnings))
+
+
+def read_mm2_config(path: str | Path, flow: str | None = None) -> Mm2Import:
+    """Read a MirrorMaker 2 dedicated-mode properties file into a plan for one of its flows, with warnings."""
+    path = Path(path)
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise PlanError(str(path), [f"(file): cannot read it: {error.strerror}"]) from None
+    return import_mm2_properties(content, str(path), flow)
+
+
+def _logged(imported: Mm2Import, source_name: str) -> MigrationPlan:
+    for warning in imported.warnings:
+        _log.warning("%s: %s", source_name, warning)
+    return imported.plan
+
+
+def plan_from_mm2_properties(text: str | bytes, source_name: str, flow: str | None = None) -> MigrationPlan:
+    """The plan for one flow of an MM2 properties text (see `import_mm2_properties`); warnings are logged."""
+    return _logged(import_mm2_properties(text, source_name, flow), source_name)
 
 
 def load_mm2_config(path: str | Path, flow: str | None = None) -> MigrationPlan:
-    """Read a MirrorMaker 2 dedicated-mode properties file into a plan for one of its flows (see the module doc)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise PlanError(str(path), [f"(file): cannot read it: {error.strerror}"]) from None
-    except UnicodeDecodeError as error:
-        raise PlanError(str(path), [f"(file): not UTF-8 text: {error}"]) from None
-    return plan_from_mm2_properties(text, str(path), flow)
+    """Read a MirrorMaker 2 dedicated-mode properties file into a plan (see the module doc); warnings are logged."""
+    return _logged(read_mm2_config(path, flow), str(path))

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from mirror_engine.mm2_config import load_mm2_config, parse_properties, plan_from_mm2_properties
+from mirror_engine.mm2_config import (
+    Mm2Import,
+    import_mm2_properties,
+    load_mm2_config,
+    parse_properties,
+    plan_from_mm2_properties,
+)
 from mirror_engine.plan import PlanError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +116,7 @@ def test_properties_syntax():
     )
     assert parse_properties(text) == {
         "not.continued": "1",
-        "spaced.key": "value with spaces",
+        "spaced.key": "value with spaces  ",  # Java keeps trailing blanks; MM2's ConfigDef trims them
         "colon.key": "colon value",
         "equals.key": "a=b:c",
         "continued": "first, second",
@@ -121,7 +127,7 @@ def test_properties_syntax():
 
 
 def test_crlf_line_endings_and_continuation_at_end_of_file():
-    assert parse_properties("a = 1\r\nb = 2 \\") == {"a": "1", "b": "2"}
+    assert parse_properties("a = 1\r\nb = 2 \\") == {"a": "1", "b": "2 "}
 
 
 # ---- Good files -----------------------------------------------------------------------------------------
@@ -294,12 +300,29 @@ def test_two_enabled_flows_without_a_choice():
     assert "a->b, b->a" in message and "flow=" in message
 
 
-def test_unknown_key():
-    message = _only_problem_about(MINIMAL + "sync.topic.acl.enabled = false\n", "sync.topic.acl.enabled")
-    assert "unknown MirrorMaker 2 setting" in message and "sync.topic.acls.enabled" in message
+def _imported(text: str | bytes, flow: str | None = None, environ: dict[str, str] | None = None) -> Mm2Import:
+    return import_mm2_properties(text, "test.properties", flow, environ=environ or {})
 
 
-def test_several_unknown_keys_are_listed_together_with_other_problems():
+def _warning_about(imported: Mm2Import, key: str) -> str:
+    found = [line for line in imported.warnings if line.startswith(f"{key}: ")]
+    assert len(found) == 1, imported.warnings
+    return found[0]
+
+
+def test_unknown_key_is_a_warning_with_a_suggestion():
+    imported = _imported(MINIMAL + "sync.topic.acl.enabled = false\n")
+    message = _warning_about(imported, "sync.topic.acl.enabled")
+    assert "did you mean sync.topic.acls.enabled?" in message
+    assert imported.plan.sync.acls is True  # the misspelt key changes nothing, as in MM2
+
+
+def test_reordered_words_are_suggested():
+    message = _warning_about(_imported(MINIMAL + "max.tasks = 4\n"), "max.tasks")
+    assert "did you mean tasks.max?" in message
+
+
+def test_unknown_and_ignored_keys_are_warnings_and_type_errors_stay_errors():
     text = MINIMAL + (
         "foo.bar = 1\n"
         "a.bootstrp.servers = h\n"
@@ -310,12 +333,14 @@ def test_several_unknown_keys_are_listed_together_with_other_problems():
         "replication.factor = two\n"
     )
     problems = _problems(text)
-    keys = [line.split(": ", 1)[0] for line in problems]
-    assert keys == ["foo.bar", "a.bootstrp.servers", "c.bootstrap.servers", "a.replication.factor", "a->b.topic",
-                    "sync.topic.acls.enabled", "replication.factor"]
-    assert all("unknown MirrorMaker 2 setting" in line for line in problems[:5])
-    assert "'c' is not in clusters" in problems[2]
-    assert "did you mean a->b.topics?" in problems[4]
+    assert [line.split(": ", 1)[0] for line in problems] == ["sync.topic.acls.enabled", "replication.factor"]
+    imported = _imported(text.replace("maybe", "false").replace("= two", "= 3"))
+    assert [line.split(": ", 1)[0] for line in imported.warnings] == [
+        "foo.bar", "a.bootstrp.servers", "c.bootstrap.servers", "a.replication.factor", "a->b.topic"]
+    assert "did you mean a.bootstrap.servers?" in imported.warnings[1]
+    assert "'c' is not in clusters" in imported.warnings[2]
+    assert "a-><target>.replication.factor" in imported.warnings[3]
+    assert "did you mean a->b.topics?" in imported.warnings[4]
 
 
 def test_bad_boolean():
@@ -397,3 +422,176 @@ def test_config_provider_references_other_than_env_are_errors():
                      'PlainLoginModule required username="u" password="${file:/etc/mm2/secrets.properties:pw}";\n'
     message = _only_problem_about(text, "b.sasl.jaas.config")
     assert "${file:/etc/mm2/secrets.properties:pw}" in message
+
+
+# ---- What MirrorMaker 2 takes beyond the replication settings -------------------------------------------
+
+
+def test_connect_worker_and_rest_settings_are_accepted_without_warnings():
+    text = MINIMAL + (
+        "b.plugin.discovery = hybrid_warn\n"
+        "b.offset.flush.timeout.ms = 10000\n"
+        "b.group.id = a-mm2\n"
+        "b.config.storage.replication.factor = 1\n"
+        "b.key.converter.schemas.enable = false\n"
+        "plugin.path = /opt/connectors\n"
+        "key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
+        "value.converter = ByteArrayConverter\n"
+        "header.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
+        "task.shutdown.graceful.timeout.ms = 5000\n"
+        "listeners = http://localhost:8083\n"
+        "rest.advertised.host.name = mm2-1.example.internal\n"
+        "rest.advertised.port = 8083\n"
+        "admin.listeners = http://localhost:8084\n"
+        "dedicated.mode.enable.internal.rest = true\n"
+    )
+    imported = _imported(text)
+    assert imported.warnings == ()
+    for key in ("b.offset.flush.timeout.ms", "listeners", "admin.listeners", "rest.advertised.port"):
+        assert key in imported.plan.description
+
+
+def test_worker_setting_of_the_wrong_type_is_an_error():
+    _only_problem_about(MINIMAL + "b.offset.flush.timeout.ms = soon\n", "b.offset.flush.timeout.ms")
+    _only_problem_about(MINIMAL + "b.plugin.discovery = sometimes\n", "b.plugin.discovery")
+    _only_problem_about(MINIMAL + "rest.advertised.port = http\n", "rest.advertised.port")
+
+
+def test_worker_setting_at_top_level_is_a_warning_naming_the_cluster_form():
+    message = _warning_about(_imported(MINIMAL + "offset.flush.timeout.ms = 10000\n"), "offset.flush.timeout.ms")
+    assert "<alias>.offset.flush.timeout.ms" in message
+
+
+def test_unprefixed_client_setting_under_a_cluster_is_a_warning():
+    imported = _imported(MINIMAL + "a.compression.type = zstd\na.request.timeout.ms = 30000\n")
+    message = _warning_about(imported, "a.compression.type")
+    assert "a.producer.compression.type" in message and "ignore" in message
+    assert "Connect worker" in _warning_about(imported, "a.request.timeout.ms")
+
+
+def test_top_level_client_prefixed_settings_are_warnings():
+    message = _warning_about(_imported(MINIMAL + "producer.linger.ms = 5\n"), "producer.linger.ms")
+    assert "<alias>.producer.linger.ms" in message
+
+
+def test_converter_other_than_bytes_is_an_error():
+    message = _only_problem_about(MINIMAL + "value.converter = org.apache.kafka.connect.json.JsonConverter\n",
+                                  "value.converter")
+    assert "JsonConverter" in message and "org.apache.kafka.connect.converters.ByteArrayConverter" in message
+
+
+def test_transforms_are_an_error():
+    _only_problem_about(MINIMAL + "a->b.transforms = route\na->b.transforms.route.type = x\n", "a->b.transforms")
+
+
+def test_flow_from_a_cluster_to_itself_is_a_warning():
+    _warning_about(_imported(MINIMAL + "a->a.enabled = true\n"), "a->a.enabled")
+
+
+def test_empty_source_alias_with_empty_separator_keeps_topic_names():
+    text = MINIMAL + "source.cluster.alias =\nreplication.policy.separator =\n"
+    imported = _imported(text)
+    assert imported.plan.replication_policy.type == "identity"
+    assert imported.plan.policy().format_remote_topic("a", "orders") == "orders"
+    assert imported.plan.source.alias == "a"
+    assert "checkpointsinternal" in _warning_about(imported, "source.cluster.alias")
+
+
+def test_source_alias_that_renames_topics_otherwise_is_an_error():
+    message = _only_problem_about(MINIMAL + "a->b.source.cluster.alias = primary\n", "a->b.source.cluster.alias")
+    assert "primary.<topic>" in message
+    assert _imported(MINIMAL + "source.cluster.alias = a\ntarget.cluster.alias = b\n").warnings == ()
+    _only_problem_about(MINIMAL + "target.cluster.alias = backup\n", "target.cluster.alias")
+
+
+def test_malformed_properties_escape_is_a_file_error():
+    problems = _problems(MINIMAL + "topics = \\u00zz\n")
+    assert problems[0].startswith("(file): line 5")
+
+
+def test_latin1_bytes_are_read_as_mirrormaker2_reads_them(tmp_path):
+    path = tmp_path / "mm2.properties"
+    path.write_bytes(MINIMAL.encode() + b"# caf\xe9\ntopics = caf\xe9-orders\n")
+    assert load_mm2_config(path).topics.include == ["caf\u00e9-orders"]
+
+
+def test_warnings_are_logged_by_load_mm2_config(tmp_path, caplog):
+    path = tmp_path / "mm2.properties"
+    path.write_text(MINIMAL + "max.tasks = 2\n", encoding="ascii")
+    load_mm2_config(path)
+    assert any("max.tasks" in record.getMessage() and str(path) in record.getMessage()
+               for record in caplog.records)
+
+
+# ---- Secrets --------------------------------------------------------------------------------------------
+
+SECRET = "mirror-secret"
+_PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+@pytest.mark.parametrize("jaas", [
+    f'{_PLAIN} required username="mirror" password="{SECRET};',
+    f'{_PLAIN} required username="mirror" password="{SECRET}"',
+    f"{_PLAIN} required username=\"mirror\" password={SECRET}",
+    f"{_PLAIN} required username=\"mirror\" password {SECRET};",
+    f"{_PLAIN} required username=\"mirror\" password=9{SECRET};",
+    f"{_PLAIN} mandatory username=\"mirror\" password=\"{SECRET}\";",
+    f'{_PLAIN} required username="mirror" password="{SECRET}"; {_PLAIN} required password="{SECRET}";',
+    f'"{SECRET}" required;',
+])
+def test_no_error_about_a_malformed_jaas_config_shows_the_secret(jaas):
+    text = MINIMAL + f"a.sasl.mechanism = PLAIN\na.sasl.jaas.config = {jaas}\n"
+    problems = _problems(text)
+    assert problems and problems[0].startswith("a.sasl.jaas.config: ")
+    assert all(SECRET not in line for line in problems), problems
+
+
+def test_jaas_with_single_quotes_and_options_on_several_lines():
+    text = MINIMAL + (f"a.sasl.mechanism = PLAIN\na.sasl.jaas.config = {_PLAIN} required \\\n"
+                      "    username='mirror' \\\n    password='p w';\n")
+    assert plan_from_mm2_properties(text, "x").source.client["sasl.password"] == "p w"
+
+
+def test_config_providers_file_directory_and_env(tmp_path):
+    (tmp_path / "secrets.properties").write_text(f"password = {SECRET}\n", encoding="utf-8")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "truststore").write_text("/etc/kafka/ca.pem\n", encoding="utf-8")
+    text = MINIMAL + (
+        "config.providers = file, dir, env\n"
+        "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        "config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n"
+        "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+        "a.sasl.mechanism = PLAIN\n"
+        f'a.sasl.jaas.config = {_PLAIN} required username="m" \\\n'
+        f'    password="${{file:{tmp_path}/secrets.properties:password}}";\n'
+        "b.security.protocol = SSL\nb.ssl.truststore.type = PEM\n"
+        f"b.ssl.truststore.location = ${{dir:{tmp_path}/dir:truststore}}\n"
+        "b.sasl.mechanism = PLAIN\n"
+        f'b.sasl.jaas.config = {_PLAIN} required username="m" password="${{env:B_PASSWORD}}";\n'
+        "topics = ${env:TOPICS}\n"
+    )
+    imported = _imported(text, environ={"B_PASSWORD": SECRET, "TOPICS": "orders, payments"})
+    plan = imported.plan
+    assert plan.source.client["sasl.password"] == SECRET
+    assert plan.target.client["ssl.ca.location"] == "/etc/kafka/ca.pem"
+    assert plan.target.client["sasl.password"] == "${B_PASSWORD}"  # resolved when the engine connects
+    assert plan.topics.include == ["orders", "payments"]
+    assert imported.warnings == ()
+
+
+def test_unresolvable_reference_names_the_key_never_the_value(tmp_path):
+    (tmp_path / "secrets.properties").write_text(f"password = {SECRET}\n", encoding="utf-8")
+    text = MINIMAL + (
+        "config.providers = file\n"
+        "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        "a.sasl.mechanism = PLAIN\n"
+        f'a.sasl.jaas.config = {_PLAIN} required username="m" password="${{file:{tmp_path}/secrets.properties:pw}}";\n'
+    )
+    message = _only_problem_about(text, "a.sasl.jaas.config")
+    assert "no key pw" in message and SECRET not in message
+
+
+def test_unsupported_config_provider_class_is_an_error():
+    text = MINIMAL + "config.providers = vault\nconfig.providers.vault.class = com.acme.VaultProvider\n"
+    message = _only_problem_about(text, "config.providers.vault.class")
+    assert "com.acme.VaultProvider" in message
