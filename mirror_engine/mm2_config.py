@@ -401,15 +401,11 @@ def _naming_fields(builder: _Builder, problems: list[str], warnings: list[str]) 
 
 
 def _record_fields(builder: _Builder, problems: list[str]) -> None:
-    """What MM2 would do to each record that the engine does not: transforms, converters other than bytes."""
+    """What MM2 would do to each record that the engine does not (converters are checked by type)."""
     transforms = builder.lookup("transforms")
     if transforms is not None and transforms[1]:
         problems.append(f"{transforms[0]}: MM2 would apply the transforms {', '.join(transforms[1])} to every "
                         "record; the engine copies records unchanged, so remove them or keep running MM2")
-    for name in ("key.converter", "value.converter", "header.converter"):
-        worker_key = f"{builder.target}.{name}"
-        if builder.lookup(name) is None and worker_key in builder.keys and worker_key not in builder.values:
-            continue  # a bad converter class of the target's worker: already reported
 
 
 def _build(builder: _Builder, problems: list[str], warnings: list[str]) -> set[str]:

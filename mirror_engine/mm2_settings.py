@@ -137,6 +137,9 @@ _SECURITY_PREFIXES = ("sasl.oauthbearer.",)
 WORKER: dict[str, Setting] = {
     "bootstrap.servers": Setting("list", mapped=True), "client.id": Setting("text", mapped=True),
     "exactly.once.source.support": Setting("choice", mapped=True, choices=("disabled", "enabled", "preparing")),
+    # The worker's converters: only bytes, as MM2's defaults, leave records as the engine copies them.
+    "key.converter": CONNECTOR["key.converter"], "value.converter": CONNECTOR["value.converter"],
+    "header.converter": CONNECTOR["header.converter"],
     "group.id": _TEXT, "client.dns.lookup": _TEXT, "task.shutdown.graceful.timeout.ms": _LONG,
     "offset.flush.interval.ms": _LONG, "offset.flush.timeout.ms": _LONG, "plugin.path": _LIST,
     "plugin.discovery": Setting("choice", choices=("only_scan", "hybrid_warn", "hybrid_fail", "service_load")),

@@ -595,3 +595,10 @@ def test_unsupported_config_provider_class_is_an_error():
     text = MINIMAL + "config.providers = vault\nconfig.providers.vault.class = com.acme.VaultProvider\n"
     message = _only_problem_about(text, "config.providers.vault.class")
     assert "com.acme.VaultProvider" in message
+
+
+def test_worker_converter_of_the_target_cluster_is_checked():
+    _only_problem_about(MINIMAL + "b.value.converter = org.apache.kafka.connect.storage.StringConverter\n",
+                        "b.value.converter")
+    assert _imported(MINIMAL + "b.key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
+                     ).warnings == ()
