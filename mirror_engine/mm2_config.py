@@ -526,6 +526,11 @@ def _read_keys(entries: dict[str, str], clusters: list[str], providers: ConfigPr
     return keys, values
 
 
+def _distinct(problems: list[str]) -> list[str]:
+    """Each problem once: a top-level setting checked for both clusters reports the same line twice."""
+    return list(dict.fromkeys(problems))
+
+
 def import_mm2_properties(content: str | bytes, source_name: str, flow: str | None = None, *,
                           environ: Mapping[str, str] | None = None) -> Mm2Import:
     """The plan for one replication flow of a MirrorMaker 2 properties file, with its warnings.
@@ -556,7 +561,7 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
 
     chosen = _choose_flow(flow, keys, values, clusters, problems)
     if chosen is None:
-        raise PlanError(source_name, problems)
+        raise PlanError(source_name, _distinct(problems))
 
     source, target = chosen
     builder = _Builder(keys, values, source, target)
@@ -574,10 +579,10 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
             if line.split(":", 1)[0].split(".", 1)[0] in broken:
                 continue  # a consequence of a problem already listed
             problems.append(_translate(line, builder.origins))
-        raise PlanError(source_name, problems) from None
+        raise PlanError(source_name, _distinct(problems)) from None
     problems.extend(_filter_problems(plan, builder.origins))
     if problems:
-        raise PlanError(source_name, problems)
+        raise PlanError(source_name, _distinct(problems))
     return Mm2Import(plan, tuple(warnings))
 
 
