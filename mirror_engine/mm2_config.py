@@ -86,37 +86,41 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[dDfF]?")
 
 
-def _convert(key: str, value: str, spec: Setting, problems: list[str]) -> Any:
-    """The value parsed as MM2's ConfigDef parses it, or None after adding a problem."""
+def _convert(key: str, value: str, spec: Setting, problems: list[str], shown: str | None = None) -> Any:
+    """The value parsed as MM2's ConfigDef parses it, or None after adding a problem.
+
+    `shown` replaces the value in messages: a value read from a config provider may be a secret.
+    """
+    got = shown if shown is not None else repr(value)
     if spec.kind == "bool":
         if value.lower() in ("true", "false"):
             return value.lower() == "true"
-        problems.append(f"{key}: must be true or false, got {value!r}")
+        problems.append(f"{key}: must be true or false, got {got}")
     elif spec.kind == "int":
         if not _INTEGER.fullmatch(value):
-            problems.append(f"{key}: must be an integer, got {value!r}")
+            problems.append(f"{key}: must be an integer, got {got}")
         elif not spec.low <= int(value) <= spec.high:
-            problems.append(f"{key}: must be from {spec.low} to {spec.high}, got {value}")
+            problems.append(f"{key}: must be from {spec.low} to {spec.high}, got {got}")
         else:
             return int(value)
     elif spec.kind == "double":
         if _DOUBLE.fullmatch(value):
             return value
-        problems.append(f"{key}: must be a number, got {value!r}")
+        problems.append(f"{key}: must be a number, got {got}")
     elif spec.kind == "list":
         return _split_list(value)
     elif spec.kind == "choice":
         for choice in spec.choices:
             if value.lower() == choice.lower():
                 return choice
-        problems.append(f"{key}: must be one of {', '.join(spec.choices)}, got {value!r}")
+        problems.append(f"{key}: must be one of {', '.join(spec.choices)}, got {got}")
     elif spec.kind == "class":
         package = _CONVERTER_PACKAGE if spec.choices == ("ByteArrayConverter",) else MM2_PACKAGE
         for simple in spec.choices:
             if value in (simple, package + simple):
                 return simple
         allowed = " or ".join(package + simple for simple in spec.choices)
-        problems.append(f"{key}: class {value!r} is not supported by this engine, which runs {allowed} "
+        problems.append(f"{key}: class {got} is not supported by this engine, which runs {allowed} "
                         "(the simple class name is accepted too)")
     else:
         return value
@@ -515,12 +519,14 @@ def _read_keys(entries: dict[str, str], clusters: list[str], providers: ConfigPr
         if info.spec is None:
             continue
         value: str | None = raw.strip()  # MM2's ConfigDef trims every value it parses
+        shown = None
         if info.role == "used" and "${" in raw:
             value = _resolve(key, info.name, raw, providers, environ, problems, warnings)
             value = None if value is None else value.strip()
+            shown = f"the value {raw.strip()!r} resolves to"
         if value is None:
             continue
-        converted = _convert(key, value, info.spec, problems)
+        converted = _convert(key, value, info.spec, problems, shown)
         if converted is not None and info.role == "used":
             values[key] = converted
     return keys, values

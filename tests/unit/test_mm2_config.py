@@ -602,3 +602,14 @@ def test_worker_converter_of_the_target_cluster_is_checked():
                         "b.value.converter")
     assert _imported(MINIMAL + "b.key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
                      ).warnings == ()
+
+
+def test_a_type_error_in_a_resolved_value_does_not_show_it(tmp_path):
+    (tmp_path / "s.properties").write_text(f"factor = {SECRET}\n", encoding="utf-8")
+    text = MINIMAL + (
+        "config.providers = file\n"
+        "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        f"replication.factor = ${{file:{tmp_path}/s.properties:factor}}\n"
+    )
+    message = _only_problem_about(text, "replication.factor")
+    assert "must be an integer" in message and SECRET not in message
