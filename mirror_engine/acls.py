@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
 )
 
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.principals import map_principal
 
 # Names of confluent-kafka's ResourceType: the cluster resource is BROKER there (CLUSTER in Kafka's own API).
 SYNCED_RESOURCE_TYPES = ("TOPIC", "GROUP", "BROKER", "TRANSACTIONAL_ID")
@@ -103,7 +104,7 @@ def translate_acl(acl: Acl, plan: MigrationPlan) -> Acl | None:
         return None
     if acl.resource_type not in SYNCED_RESOURCE_TYPES or acl.pattern not in ("LITERAL", "PREFIXED"):
         return None
-    principal = plan.sync.principal_map.get(acl.principal, acl.principal)
+    principal = map_principal(acl.principal, plan.sync.principal_map)
     name = acl.name
     if acl.resource_type == "TOPIC":
         policy = plan.policy()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
 from mirror_engine.plan_yaml import PlanFileProblem, read_plan_yaml
 from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
+from mirror_engine.principals import check_principal_map
 from mirror_engine.regexes import check_patterns
 
 # MirrorMaker 2's DefaultConfigPropertyFilter `config.properties.exclude`, as regexes.
@@ -163,7 +164,8 @@ class SyncSpec(_Strict):
     acls: bool = True
     # Regexes of topic config names never synced, added to MirrorMaker 2's default exclude list.
     config_exclude: list[str] = Field(default_factory=list)
-    # Source principal -> target principal, e.g. {"User:app": "User:app-prod"}.
+    # Source principal -> target principal, e.g. {"User:app": "User:app-prod"}: one principal each side;
+    # a wildcard (User:*) on the target only for the wildcard on the source.
     principal_map: dict[str, str] = Field(default_factory=dict)
     # "source": the source topic's own factor, capped at the target's broker count;
     # -1: the target broker's default; N: that factor.
@@ -186,9 +188,7 @@ class SyncSpec(_Strict):
     @field_validator("principal_map")
     @classmethod
     def _principals(cls, value: dict[str, str]) -> dict[str, str]:
-        for principal in (*value.keys(), *value.values()):
-            if ":" not in principal:
-                raise ValueError(f"'{principal}' is not a principal: write it as Type:name, e.g. User:alice")
+        check_principal_map(value)  # one principal each side, never one principal widened to a wildcard
         return value
 
 

@@ -326,13 +326,22 @@ def render_actions(actions: list[Action]) -> str:
     lines = [f"{'action':<{widths[0]}}  {'resource':<{widths[1]}}  details"]
     lines.append(f"{'-' * widths[0]}  {'-' * widths[1]}  {'-' * 7}")
     lines += [f"{k:<{widths[0]}}  {r:<{widths[1]}}  {d}" for k, r, d in rows]
+    acls = [Acl(**a.details["acl"]) for a in actions if a.kind == "create_acl"]
+    if acls:
+        # Each ACL in full, one per line, so whoever approves a dry-run reads exactly the rights it grants.
+        lines.append(f"ACLs to create on the target ({len(acls)}), exactly:")
+        lines += [f"  {acl.describe()}" for acl in acls]
     return "\n".join(lines)
+
+
+def _described(action: Action) -> str:
+    return Acl(**action.details["acl"]).describe() if action.kind == "create_acl" else action.resource
 
 
 def render_result(result: ApplyResult) -> str:
     lines = [f"applied {len(result.applied)}, failed {len(result.failed)}, not attempted {len(result.not_attempted)}"]
-    lines += [f"  FAILED {a.kind} {a.resource}: {error}" for a, error in result.failed]
-    lines += [f"  not attempted {a.kind} {a.resource}" for a in result.not_attempted]
+    lines += [f"  FAILED {a.kind} {_described(a)}: {error}" for a, error in result.failed]
+    lines += [f"  not attempted {a.kind} {_described(a)}" for a in result.not_attempted]
     return "\n".join(lines)
 
 

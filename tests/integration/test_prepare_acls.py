@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
+import yaml
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -24,9 +27,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirror_engine.acls import Acl, read_acls
+from mirror_engine.acls import Acl, desired_target_acls, read_acls
+from mirror_engine.plan import plan_from_dict
 from mirror_engine.prepare import apply_actions, plan_preparation
-from tests.integration.plans import create_topics, make_plan
+from tests.integration.plans import create_topics, make_plan, plan_dict
 
 pytestmark = pytest.mark.integration
 
@@ -205,3 +209,64 @@ def test_acl_sync_is_skipped_loudly_when_the_source_principal_may_not_describe_a
     assert any(w.startswith("ACL sync skipped") for w in best_effort.warnings), best_effort.warnings
     with pytest.raises(KafkaException):
         plan_preparation(plan, source.client_config("alice"), target.client_config())
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mirror_engine.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+WIDENING_MAPS = {
+    "one principal to every user": {"User:mirror": "User:*"},
+    "a principal's rights to everyone": {"User:alice": "User:*"},
+    "wildcard type": {"*:*": "User:alice"},
+    "nonsense": {"User:alice": "Nonsense:::"},
+    "empty name": {"User:alice": "User:"},
+}
+
+
+@pytest.mark.parametrize("case", list(WIDENING_MAPS))
+def test_a_principal_map_that_widens_access_is_refused_at_load_and_nothing_is_created(secured_pair, acl_source,
+                                                                                       tmp_path, case):
+    source, target = secured_pair
+    p = acl_source
+    mapping = WIDENING_MAPS[case]
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan_dict(source, target, f"{p}(orders|payments)",
+                                             sync={"principal_map": mapping})))
+    target_admin = AdminClient(target.client_config())
+    acls_before = read_acls(target_admin)
+    topics_before = set(target_admin.list_topics(timeout=10).topics)
+
+    for command in (["plan"], ["prepare", "--dry-run"], ["prepare"]):
+        result = _cli(command[0], "--plan", str(path), *command[1:])
+        assert result.returncode == 2, f"{command}: {result.stdout}{result.stderr}"
+        (source_principal, target_principal), = mapping.items()
+        assert f"sync.principal_map: entry '{source_principal}' -> '{target_principal}'" in result.stderr, \
+            result.stderr
+        assert "Traceback" not in result.stderr
+    assert read_acls(target_admin) == acls_before
+    assert set(target_admin.list_topics(timeout=10).topics) == topics_before
+
+
+def test_prepare_and_its_dry_run_print_the_exact_acls_they_create(secured_pair, acl_source, tmp_path):
+    source, target = secured_pair
+    p = acl_source
+    data = plan_dict(source, target, f"{p}(orders|payments)", sync={"principal_map": {"User:alice": "User:mirror"}})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    expected = desired_target_acls(frozenset(_mine(read_acls(AdminClient(source.client_config())), p)),
+                                   plan_from_dict(data))
+    assert Acl("TOPIC", f"{p}orders", "LITERAL", "User:mirror", "*", "WRITE", "ALLOW") in expected
+
+    dry = _cli("prepare", "--plan", str(path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    for acl in expected:
+        assert f"  {acl.describe()}\n" in dry.stdout, f"{acl.describe()} not in:\n{dry.stdout}"
+    assert _mine(read_acls(AdminClient(target.client_config())), p) == set()
+
+    applied = _cli("prepare", "--plan", str(path))
+    assert applied.returncode == 0, applied.stderr
+    for acl in expected:
+        assert f"  {acl.describe()}\n" in applied.stdout, f"{acl.describe()} not in:\n{applied.stdout}"
+    assert _eventually(lambda: _mine(read_acls(AdminClient(target.client_config())), p) == set(expected))

@@ -156,3 +156,49 @@ def test_heartbeats_topics_are_copied_only_when_the_plan_says_so():
     assert copying.replicates_topic("heartbeats") and copying.replicates_topic("other.heartbeats")
     assert not copying.replicates_topic("tgt.heartbeats"), "a heartbeat that came from the target is a cycle"
     assert not copying.replicates_topic("customers")
+
+
+GOOD_PRINCIPAL_MAPS = [
+    {"User:alice": "User:alice-prod"},
+    {"User:*": "User:*"},  # everyone stays everyone
+    {"User:*": "User:mirror"},  # narrower on the target
+    {"User:CN=app,OU=shop": "User:app"},  # TLS principals carry commas and equals signs
+    {"Group:ops": "Group:ops-dc2"},
+]
+
+
+@pytest.mark.parametrize("mapping", GOOD_PRINCIPAL_MAPS, ids=[next(iter(m)) for m in GOOD_PRINCIPAL_MAPS])
+def test_principal_maps_naming_one_principal_each_side_load(mapping):
+    assert plan_from_dict(_with("sync.principal_map", mapping)).sync.principal_map == mapping
+
+
+BAD_PRINCIPAL_MAPS = [
+    ("one user to everyone", {"User:mirror": "User:*"}, "wildcard"),
+    ("wildcard type", {"*:*": "User:alice"}, "type '*'"),
+    ("wildcard on the target of another", {"User:alice": "*:*"}, "type '*'"),
+    ("colons for a name", {"Nonsense:::": "User:alice"}, "type 'Nonsense'"),
+    ("colons in the name", {"User:alice": "User:::"}, "':' in the name"),
+    ("empty name", {"User:": "User:alice"}, "empty name"),
+    ("empty target name", {"User:alice": "User:"}, "empty name"),
+    ("empty type", {":alice": "User:alice"}, "type ''"),
+    ("two principals", {"User:alice": "User:a,User:b"}, "':' in the name"),
+    ("a name pattern", {"User:alice": "User:al*"}, "'*'"),
+    ("blank around the name", {"User:alice": "User: alice"}, "space"),
+]
+
+
+@pytest.mark.parametrize(("case", "mapping", "expected"), BAD_PRINCIPAL_MAPS, ids=[c[0] for c in BAD_PRINCIPAL_MAPS])
+def test_bad_principal_map_entry_is_refused_naming_the_entry(case, mapping, expected):
+    with pytest.raises(PlanError) as raised:
+        plan_from_dict(_with("sync.principal_map", mapping), "plan.yaml")
+    problems = raised.value.problems
+    assert len(problems) == 1, problems
+    source, target = next(iter(mapping.items()))
+    assert problems[0].startswith("sync.principal_map: "), problems[0]
+    assert f"'{source}' -> '{target}'" in problems[0] and expected in problems[0], problems[0]
+
+
+def test_a_principal_map_has_a_bounded_number_of_entries():
+    mapping = {f"User:u{i}": f"User:v{i}" for i in range(1001)}
+    with pytest.raises(PlanError, match="at most 1000"):
+        plan_from_dict(_with("sync.principal_map", mapping))
