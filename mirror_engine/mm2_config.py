@@ -51,7 +51,7 @@ from mirror_engine.java_properties import PropertiesError, load_properties, pars
 from mirror_engine.mm2_settings import MM2_PACKAGE, SECURITY, KeyInfo, Setting, classify_key
 from mirror_engine.plan import MM2_CONFIG_EXCLUDES, MigrationPlan, PlanError, plan_from_dict
 
-__all__ = ["Mm2Import", "import_mm2_properties", "load_mm2_config", "parse_properties",
+__all__ = ["Mm2Import", "Mm2PlanError", "import_mm2_properties", "load_mm2_config", "parse_properties",
            "plan_from_mm2_properties", "read_mm2_config"]
 
 _log = logging.getLogger(__name__)
@@ -59,6 +59,14 @@ _CONVERTER_PACKAGE = "org.apache.kafka.connect.converters."
 # Client settings whose values go into the plan: environment references there stay references.
 _PLAN_CLIENT_SETTINGS = frozenset({*SECURITY, "bootstrap.servers", "client.id"})
 _UNDECLARED_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Mm2PlanError(PlanError):
+    """A PlanError that also carries the warnings found before the file was refused."""
+
+    def __init__(self, source: str, problems: list[str], warnings: list[str]) -> None:
+        super().__init__(source, list(dict.fromkeys(problems)))
+        self.warnings = tuple(warnings)
 
 
 @dataclass(frozen=True)
@@ -532,11 +540,6 @@ def _read_keys(entries: dict[str, str], clusters: list[str], providers: ConfigPr
     return keys, values
 
 
-def _distinct(problems: list[str]) -> list[str]:
-    """Each problem once: a top-level setting checked for both clusters reports the same line twice."""
-    return list(dict.fromkeys(problems))
-
-
 def import_mm2_properties(content: str | bytes, source_name: str, flow: str | None = None, *,
                           environ: Mapping[str, str] | None = None) -> Mm2Import:
     """The plan for one replication flow of a MirrorMaker 2 properties file, with its warnings.
@@ -567,7 +570,7 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
 
     chosen = _choose_flow(flow, keys, values, clusters, problems)
     if chosen is None:
-        raise PlanError(source_name, _distinct(problems))
+        raise Mm2PlanError(source_name, problems, warnings)
 
     source, target = chosen
     builder = _Builder(keys, values, source, target)
@@ -585,10 +588,10 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
             if line.split(":", 1)[0].split(".", 1)[0] in broken:
                 continue  # a consequence of a problem already listed
             problems.append(_translate(line, builder.origins))
-        raise PlanError(source_name, _distinct(problems)) from None
+        raise Mm2PlanError(source_name, problems, warnings) from None
     problems.extend(_filter_problems(plan, builder.origins))
     if problems:
-        raise PlanError(source_name, _distinct(problems))
+        raise Mm2PlanError(source_name, problems, warnings)
     return Mm2Import(plan, tuple(warnings))
 
 
@@ -602,7 +605,14 @@ def read_mm2_config(path: str | Path, flow: str | None = None) -> Mm2Import:
     return import_mm2_properties(content, str(path), flow)
 
 
-def _logged(imported: Mm2Import, source_name: str) -> MigrationPlan:
+def _logged(read: Callable[[], Mm2Import], source_name: str) -> MigrationPlan:
+    """The plan `read` returns; its warnings are logged, also when the file is refused (they may say why)."""
+    try:
+        imported = read()
+    except Mm2PlanError as error:
+        for warning in error.warnings:
+            _log.warning("%s: %s", source_name, warning)
+        raise
     for warning in imported.warnings:
         _log.warning("%s: %s", source_name, warning)
     return imported.plan
@@ -610,9 +620,9 @@ def _logged(imported: Mm2Import, source_name: str) -> MigrationPlan:
 
 def plan_from_mm2_properties(text: str | bytes, source_name: str, flow: str | None = None) -> MigrationPlan:
     """The plan for one flow of an MM2 properties text (see `import_mm2_properties`); warnings are logged."""
-    return _logged(import_mm2_properties(text, source_name, flow), source_name)
+    return _logged(lambda: import_mm2_properties(text, source_name, flow), source_name)
 
 
 def load_mm2_config(path: str | Path, flow: str | None = None) -> MigrationPlan:
     """Read a MirrorMaker 2 dedicated-mode properties file into a plan (see the module doc); warnings are logged."""
-    return _logged(read_mm2_config(path, flow), str(path))
+    return _logged(lambda: read_mm2_config(path, flow), str(path))

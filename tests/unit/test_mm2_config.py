@@ -613,3 +613,9 @@ def test_a_type_error_in_a_resolved_value_does_not_show_it(tmp_path):
     )
     message = _only_problem_about(text, "replication.factor")
     assert "must be an integer" in message and SECRET not in message
+
+
+def test_warnings_are_logged_even_when_the_file_is_refused(caplog):
+    with pytest.raises(PlanError):
+        plan_from_mm2_properties(MINIMAL + "no.such.setting = 1\nreplication.factor = two\n", "x.properties")
+    assert any("no.such.setting" in record.getMessage() for record in caplog.records)
