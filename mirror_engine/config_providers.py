@@ -53,6 +53,18 @@ def _allowed(path: str, allowed_paths: str | None) -> bool:
     return any(normalised.is_relative_to(os.path.normpath(entry)) for entry in allowed_paths.split(","))
 
 
+def _allowed_paths_problems(key: str, allowed_paths: str | None) -> list[str]:
+    """AllowedPaths refuses (and MM2 fails on) an entry that is not absolute or does not exist."""
+    problems = []
+    for entry in allowed_paths.split(",") if allowed_paths else []:
+        normalised = os.path.normpath(entry)
+        if not os.path.isabs(normalised):
+            problems.append(f"{key}: path {normalised} is not absolute")
+        elif not os.path.exists(normalised):
+            problems.append(f"{key}: path {normalised} does not exist")
+    return problems
+
+
 class ConfigProviders:
     """The providers a file declares, and the environment EnvVarConfigProvider reads."""
 
@@ -83,6 +95,7 @@ class ConfigProviders:
                 continue
             prefix = f"config.providers.{name}.param."
             params = {k[len(prefix):]: v.strip() for k, v in entries.items() if k.startswith(prefix)}
+            problems.extend(_allowed_paths_problems(prefix + "allowed.paths", params.get("allowed.paths")))
             providers[name] = _Provider(name, kind, params)
         return cls(providers, environ), problems
 

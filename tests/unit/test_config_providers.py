@@ -101,3 +101,14 @@ def test_declarations_that_mm2_cannot_use_are_problems():
     assert [line.split(": ", 1)[0] for line in problems] == [
         "config.providers.vault.class", "config.providers.file.class"]
     assert "FileConfigProvider" in problems[0] and "EnvVarConfigProvider" in problems[0]
+
+
+def test_allowed_paths_must_be_absolute_and_exist_as_kafka_requires(tmp_path):
+    entries = {"config.providers": "file, dir", "config.providers.file.class": FILE,
+               "config.providers.file.param.allowed.paths": "secrets",
+               "config.providers.dir.class": DIRECTORY,
+               "config.providers.dir.param.allowed.paths": f"{tmp_path},{tmp_path / 'missing'}"}
+    _, problems = ConfigProviders.from_entries(entries, {})
+    assert [line.split(": ", 1)[0] for line in problems] == [
+        "config.providers.file.param.allowed.paths", "config.providers.dir.param.allowed.paths"]
+    assert "not absolute" in problems[0] and "does not exist" in problems[1]
