@@ -153,9 +153,18 @@ class NameSelection(_Strict):
 
 class PolicySpec(_Strict):
     type: Literal["identity", "default"] = "identity"
+    # Part of every target topic name under the default policy: only characters Kafka allows in topic names.
     separator: Annotated[str, Field(min_length=1, max_length=4)] = "."
     # KIP-949: false keeps the pre-3.1 "." names of MM2's internal topics with a custom separator.
     internal_separator_enabled: bool = True
+
+    @field_validator("separator")
+    @classmethod
+    def _legal_in_topic_names(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._\-]+", value):
+            raise ValueError(f"{value!r} would make target topic names Kafka refuses: use ASCII letters, digits, "
+                             "'.', '_' or '-'")
+        return value
 
 
 class SyncSpec(_Strict):
@@ -172,6 +181,9 @@ class SyncSpec(_Strict):
     replication_factor: Literal["source"] | int = "source"
     # A target topic that already holds data is an error unless this is set.
     reuse_existing_topics: bool = False
+    # A target topic with more partitions than its source is an error unless this is set: producers moved to
+    # the target would place keys in other partitions than their copied history.
+    allow_more_target_partitions: bool = False
 
     _check = field_validator("config_exclude")(_check_regexes)
 

@@ -34,7 +34,9 @@ from mirror_engine.topics import (
     TopicState,
     describe_topic_configs,
     list_topic_metadata,
+    metric_name,
     syncable_configs,
+    topic_name_problem,
     topic_overrides,
     topics_holding_data,
     wait_until_served,
@@ -152,7 +154,7 @@ def read_target_state(
     }
     with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing})
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
-    return ClusterState(broker_count, topics, acls, with_data)
+    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
 
 
 def _replication_factor(plan: MigrationPlan, source: TopicState, target_brokers: int) -> int:
@@ -182,8 +184,11 @@ def compute_actions(
         problems.append(f"sync.replication_factor: {planned} is more than the target's {target.broker_count} "
                         "broker(s); lower it or use 'source' (capped at the broker count)")
 
+    remote_names = {name: policy.format_remote_topic(plan.source.alias, name) for name in sorted(source.topics)}
+    problems += _target_name_problems(remote_names, target)
+
     for name, topic in sorted(source.topics.items()):
-        remote = policy.format_remote_topic(plan.source.alias, name)
+        remote = remote_names[name]
         existing = target.topics.get(remote)
         if existing is None:
             actions.append(Action("create_topic", remote, {
@@ -197,6 +202,14 @@ def compute_actions(
             problems.append(
                 f"topic '{remote}': already exists on the target and holds records that this migration did not "
                 "copy; empty or delete it, or set sync.reuse_existing_topics: true to copy into it anyway"
+            )
+        if existing.partitions > topic.partitions and not plan.sync.allow_more_target_partitions:
+            problems.append(
+                f"topic '{remote}': has {existing.partitions} partitions on the target, more than the source's "
+                f"{topic.partitions}, which breaks key-to-partition placement (producers moved to the target "
+                "would send a key to another partition than the one holding its history); recreate it with "
+                f"{topic.partitions} partitions, or set sync.allow_more_target_partitions: true if no consumer "
+                "relies on keys"
             )
         if plan.sync.partitions and existing.partitions < topic.partitions:
             actions.append(Action("add_partitions", remote, {
@@ -222,6 +235,26 @@ def compute_actions(
                 actions.append(Action("create_acl", resource, {"acl": acl.to_dict()}))
 
     return PreparePlan(actions, problems, sorted(source.topics))
+
+
+def _target_name_problems(remote_names: dict[str, str], target: ClusterState) -> list[str]:
+    """Every target name checked before anything is applied: one the broker would refuse, or one colliding
+    with another, would fail its create after the others succeeded and leave the target half-prepared."""
+    problems = []
+    for name, remote in remote_names.items():
+        reason = topic_name_problem(remote)
+        if reason:
+            problems.append(f"topic '{name}': its target name '{remote}' {reason}")
+    by_metric_name: dict[str, set[str]] = {}
+    for remote in (*remote_names.values(), *target.all_topic_names):
+        by_metric_name.setdefault(metric_name(remote), set()).add(remote)
+    planned = set(remote_names.values())
+    for names in by_metric_name.values():
+        if len(names) > 1 and names & planned:
+            listed = " and ".join(f"'{n}'" for n in sorted(names))
+            problems.append(f"topics {listed}: these target names collide (Kafka refuses a topic whose name differs "
+                            "from another's only by '.' against '_'); exclude one of them from the plan")
+    return problems
 
 
 def plan_preparation(

@@ -146,3 +146,39 @@ def test_a_plan_replicating_a_cluster_onto_itself_is_refused_by_cluster_id(kafka
         assert expected in result.stderr, f"{command}: {expected!r} not in {result.stderr}"
     assert "Traceback" not in result.stderr
     assert _target_topics(source) == before
+
+
+def test_one_illegal_target_name_stops_the_whole_prepare_before_anything_is_created(kafka_pair, unique_name,
+                                                                                   tmp_path):
+    source, target = kafka_pair
+    prefix = f"{unique_name}-"
+    long_name = prefix + "o" * (249 - len(prefix))  # legal on the source; `src.` makes it 253 on the target
+    create_topics(source, [NewTopic(prefix + "fine", 1, 1), NewTopic(long_name, 1, 1)])
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan_dict(source, target, prefix, replication_policy={"type": "default"})))
+    before = _target_topics(target)
+
+    for command in (["plan"], ["prepare", "--dry-run"], ["prepare"]):
+        result = _run(command[0], "--plan", str(path), *command[1:])
+        assert result.returncode == 1, f"{command}: {result.stdout}{result.stderr}"
+        assert f"its target name 'src.{long_name}' has 253 characters" in result.stderr, result.stderr
+    assert _target_topics(target) == before
+
+
+def test_a_target_topic_with_more_partitions_than_the_source_is_refused_unless_the_plan_allows_it(
+        kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    prefix = f"{unique_name}-"
+    create_topics(source, [NewTopic(prefix + "orders", 2, 1)])
+    create_topics(target, [NewTopic(prefix + "orders", 5, 1)])
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan_dict(source, target, prefix)))
+
+    refused = _run("prepare", "--plan", str(path))
+    assert refused.returncode == 1, refused.stdout
+    assert f"topic '{prefix}orders': has 5 partitions on the target" in refused.stderr
+    assert "breaks key-to-partition placement" in refused.stderr and "nothing applied" in refused.stderr
+
+    path.write_text(yaml.safe_dump(plan_dict(source, target, prefix, sync={"allow_more_target_partitions": True})))
+    allowed = _run("plan", "--plan", str(path))
+    assert allowed.returncode == 0, allowed.stderr
