@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.clusters import admin_client, describe_cluster
 from mirror_engine.control import ControlChannel
-from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
+from mirror_engine.internal_topics import InternalTopics, engine_group_id, ensure_internal_topics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.partition_state import PartitionState
 from mirror_engine.plan import MigrationPlan
@@ -121,7 +121,7 @@ class Replicator:
     @property
     def group_id(self) -> str:
         """The source consumer group the workers of this flow share."""
-        return f"mirror-engine.{self.plan.name}"
+        return engine_group_id(self.plan)
 
     def _connect(self) -> None:
         describe_cluster(self.plan.source.alias, self.source_config)

@@ -20,6 +20,8 @@ from mirror_engine.topics import describe_topic_configs, wait_until_served
 
 log = logging.getLogger(__name__)
 
+ENGINE_GROUP_PREFIX = "mirror-engine."
+
 
 @dataclass(frozen=True)
 class InternalTopics:
@@ -55,6 +57,16 @@ class InternalTopics:
             self.control: compacted,
             self.status: {"cleanup.policy": "delete", "retention.ms": "86400000"},
         }
+
+
+def engine_group_id(plan: MigrationPlan) -> str:
+    """The consumer group an engine's workers form on the source to share the flow's partitions."""
+    return f"{ENGINE_GROUP_PREFIX}{plan.name}"
+
+
+def is_engine_group(group: str) -> bool:
+    """A replication engine's own group (of any plan): never checkpointed, synced or switched."""
+    return group.startswith(ENGINE_GROUP_PREFIX)
 
 
 def ensure_internal_topics(admin: AdminClient, topics: InternalTopics, replication_factor: int = -1) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.clusters import admin_client
@@ -57,6 +57,55 @@ def read_worker_statuses(plan: MigrationPlan, target_config: dict[str, str],
             status = json.loads(message.value())
             latest[status["worker"]] = status
     return [latest[worker] for worker in sorted(latest)]
+
+
+class WorkerStatusFeed:
+    """The latest status of each worker of a flow, read incrementally from the status topic with one consumer
+    kept open: the first `poll()` reads the last `window_s`, each later one only what was written since."""
+
+    def __init__(self, plan: MigrationPlan, target_config: dict[str, str], window_s: float = 300.0) -> None:
+        self.topic = InternalTopics.for_plan(plan).status
+        self.window_s = window_s
+        self.latest: dict[str, dict] = {}
+        self._admin = admin_client(target_config)
+        self._consumer = Consumer({**target_config, "group.id": "mirror-engine-status-reader",
+                                   "enable.auto.commit": False, "enable.partition.eof": True})
+        self._assigned = False
+
+    def poll(self, timeout_s: float = 10.0) -> list[dict]:
+        """Read what was written since the last call; the latest status per worker, by worker id."""
+        if not self._assigned and not self._assign():
+            return []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            batch = self._consumer.consume(1000, timeout=0.2)
+            at_end = False
+            for message in batch:
+                error = message.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(f"reading {self.topic}: {error.str()}")
+                    at_end = True
+                elif message.value() is not None:
+                    status = json.loads(message.value())
+                    self.latest[status["worker"]] = status
+            if at_end or not batch:
+                break
+        horizon = int((time.time() - self.window_s) * 1000)
+        return [self.latest[w] for w in sorted(self.latest) if self.latest[w]["updated_ms"] >= horizon]
+
+    def _assign(self) -> bool:
+        if self.topic not in self._admin.list_topics(timeout=15).topics:  # no engine of the flow started yet
+            return False
+        tp = TopicPartition(self.topic, 0)
+        since = list_offsets(self._admin, [tp], OffsetSpec.for_timestamp(int((time.time() - self.window_s) * 1000)))
+        start = since[(self.topic, 0)]
+        self._consumer.assign([TopicPartition(self.topic, 0, start if start >= 0 else OFFSET_END)])
+        self._assigned = True
+        return True
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
 def is_live(status: dict, now_ms: int | None = None) -> bool:

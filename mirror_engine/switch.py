@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -21,10 +20,9 @@ from mirror_engine.acls import create_acls, delete_acls, group_fence, topic_writ
 from mirror_engine.clusters import admin_client
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.groups import commit_offsets, committed_offsets, describe_group
+from mirror_engine.internal_topics import is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.topics import list_offsets
-
-log = logging.getLogger(__name__)
 
 
 class SwitchError(RuntimeError):
@@ -151,6 +149,8 @@ class GroupSwitcher:
     def switch(self, group: str, *, fence: bool = False, timeout_s: float | None = None) -> GroupSwitchReport:
         """Move `group` to the target at exactly the records it would have read next on the source."""
         timeout = timeout_s or self.plan.cutover.wait_timeout_s
+        if is_engine_group(group):
+            raise SwitchError(f"{group!r} is a replication engine's own group: it is never switched")
         if describe_group(self.target_admin, group).active:
             raise SwitchError(f"group {group!r} already has active members on the target: nothing was changed")
         if fence:
@@ -182,7 +182,6 @@ class GroupSwitcher:
         ])
         report = GroupSwitchReport(group, f"{self.plan.source.alias}->{self.plan.target.alias}", fence, wait_empty,
                                    wait_copied, committed_s, time.monotonic() - switch_started, partitions)
-        log.info("%s", report.render())
         return report
 
     def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
@@ -215,7 +214,6 @@ class GroupSwitcher:
         ])
         report = GroupSwitchReport(group, f"{self.plan.target.alias}->{self.plan.source.alias}", False, wait_empty,
                                    0.0, committed_s, time.monotonic() - started, partitions)
-        log.info("%s", report.render())
         return report
 
     def _wait_until_copied(self, mapping: FlowMapping, group: str, final: dict[tuple[str, int], int],
@@ -328,7 +326,6 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
     report = ProducerSwitchReport(topic, plan.policy().format_remote_topic(plan.source.alias, topic), fence, wait_idle,
                                   time.monotonic() - drained, {p: ends[(topic, p)] for p in copied},
                                   {p: int(c or 0) for p, c in copied.items()})
-    log.info("%s", report.render())
     return report
 
 
