@@ -52,8 +52,15 @@ def test_dags_parse_without_contacting_kafka(monkeypatch):
     assert demo.doc_md and "switch_groups" in demo.doc_md
 
 
+async def _first_event(trigger) -> dict:
+    async for event in trigger.run():
+        await trigger.cleanup()
+        return event.payload
+    raise AssertionError("the trigger ended without an event")
+
+
 def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, unique_name, tmp_path):
-    from kafka_migration.triggers.lag import ReplicationLagTrigger
+    from kafka_migration.triggers.readiness import ReadinessTrigger
 
     source, target = kafka_pair
     topic = f"{unique_name}-lag"
@@ -64,33 +71,32 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
     data["name"] = "lag-trigger"  # its own status topic: no other test's engines in it
     plan_file.write_text(yaml.safe_dump(data))
 
-    async def first_event(trigger: ReplicationLagTrigger) -> dict:
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
+    def lag_trigger(timeout_s: float) -> ReadinessTrigger:
+        return ReadinessTrigger(str(plan_file), "lag_at_most", {"max_lag": 0}, time.time() + timeout_s, 0.2)
 
-    # Nothing copied yet: it times out, saying which partitions are behind.
-    waiting = ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=1, poll_interval_s=0.2)
+    # Nothing copied yet: it times out, saying how far behind and which partitions.
+    waiting = lag_trigger(1)
     classpath, kwargs = waiting.serialize()
-    rebuilt = ReplicationLagTrigger(**kwargs)
-    assert classpath == "kafka_migration.triggers.lag.ReplicationLagTrigger" and rebuilt.serialize() == (classpath,
-                                                                                                         kwargs)
-    timed_out = asyncio.run(first_event(rebuilt))
-    assert timed_out["status"] == "timeout" and timed_out["lag"] == 100 and f"{topic}[0]" in timed_out["behind"]
+    rebuilt = ReadinessTrigger(**kwargs)
+    assert classpath == "kafka_migration.triggers.readiness.ReadinessTrigger"
+    assert rebuilt.serialize() == (classpath, kwargs)
+    timed_out = asyncio.run(_first_event(rebuilt))
+    assert timed_out["status"] == "timeout", timed_out
+    assert "lag 100 record(s)" in timed_out["progress"] and f"{topic}[0] 50" in timed_out["progress"]
 
     def first_event_beside_an_engine() -> dict:
         engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
         runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 60}, daemon=True)
         runner.start()
         try:
-            return asyncio.run(first_event(ReplicationLagTrigger(str(plan_file), max_lag=0, timeout_s=50,
-                                                                poll_interval_s=0.5)))
+            return asyncio.run(_first_event(lag_trigger(50)))
         finally:
             engine.stop()
             runner.join(60)
 
     # The engine copies everything: it fires ok.
-    assert first_event_beside_an_engine() == {"status": "ok", "lag": 0}
+    fired = first_event_beside_an_engine()
+    assert fired["status"] == "ok" and fired["detail"] == {"lag": 0}, fired
 
     # Records deleted on the source before they were copied: the engine stops that partition and says so in
     # its status, and the wait fails at once with the engine's reason instead of waiting out its timeout.
@@ -100,7 +106,7 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
         future.result()
     failed = first_event_beside_an_engine()
     assert failed["status"] == "failed", failed  # not "timeout": it failed on the engine's report
-    assert any(f"{topic}[0]" in problem and "50..74" in problem for problem in failed["problems"]), failed
+    assert f"{topic}[0]" in failed["reason"] and "50..74" in failed["reason"], failed
 
 
 @pytest.mark.spark
@@ -131,11 +137,11 @@ def test_backfill_dag_copies_the_requested_range(kafka_pair, airflow_db, monkeyp
     assert read_partition(target, topic, 0) == [], "partition 0 was not requested"
 
 
-def test_checkpoints_in_sync_trigger_waits_for_the_exact_target_offsets(kafka_pair, unique_name, tmp_path):
+def test_checkpoints_trigger_syncs_groups_until_current_on_the_target(kafka_pair, unique_name, tmp_path):
     from confluent_kafka import Consumer
-    from kafka_migration.triggers.checkpoints import CheckpointsInSyncTrigger
+    from kafka_migration.triggers.readiness import ReadinessTrigger
 
-    from mirror_engine.checkpoints import Checkpointer
+    from mirror_engine.groups import committed_offsets
 
     source, target = kafka_pair
     topic, group = f"{unique_name}-ck", f"{unique_name}-app"
@@ -149,27 +155,22 @@ def test_checkpoints_in_sync_trigger_waits_for_the_exact_target_offsets(kafka_pa
         read += len([m for m in consumer.consume(10, timeout=1) if m.error() is None])
     consumer.commit(asynchronous=False)
     consumer.close()
-    data = plan_dict(source, target, topic)
+    on_source = committed_offsets(AdminClient(source.client_config()), group)
+    data = plan_dict(source, target, topic, groups={"include": [f"{unique_name}-.*"]})
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(data))
+
+    def trigger(timeout_s: float) -> ReadinessTrigger:
+        return ReadinessTrigger(str(plan_file), "checkpoints_current", {}, time.time() + timeout_s, 0.2)
+
+    # Not copied yet: the group cannot be current, and the wait says so.
+    behind = asyncio.run(_first_event(trigger(1)))
+    assert behind["status"] == "timeout" and group in behind["progress"] and "not copied" in behind["progress"]
+
     plan = plan_from_dict(data)
     assert Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=60,
                                                                                 until_caught_up=True).ok
-
-    async def first_event(trigger) -> dict:
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("no event")
-
-    trigger = CheckpointsInSyncTrigger(str(plan_file), [group], timeout_s=1, poll_interval_s=0.2)
-    assert CheckpointsInSyncTrigger(**trigger.serialize()[1]).serialize() == trigger.serialize()
-    behind = asyncio.run(first_event(trigger))
-    assert behind["status"] == "timeout" and group in behind["behind"]
-
-    checkpointer = Checkpointer(plan, source.client_config(), target.client_config())
-    try:
-        checkpointer.run_once(sync_offsets=True)
-    finally:
-        checkpointer.close()
-    fired = asyncio.run(first_event(CheckpointsInSyncTrigger(str(plan_file), [group], timeout_s=30)))
-    assert fired == {"status": "ok", "groups": [group]}
+    fired = asyncio.run(_first_event(trigger(30)))
+    assert fired["status"] == "ok" and group in fired["detail"]["current"], fired
+    # Identity naming, no gaps: the exact translation is the same offsets.
+    assert committed_offsets(AdminClient(target.client_config()), group) == on_source

@@ -31,3 +31,17 @@ class MigrationPlanHook:
         secrets travel in the child's environment, never on a command line, in a file or in the log."""
         source, target = self.client_configs()
         return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}
+
+
+def load_plan_or_fail(plan_path: str) -> MigrationPlanHook:
+    """A hook whose plan is loaded now, so that a bad plan fails the task at once with every problem listed."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from mirror_engine.plan import PlanError
+
+    hook = MigrationPlanHook(plan_path)
+    try:
+        hook.plan  # noqa: B018 - loads and validates it
+    except PlanError as error:
+        raise AirflowFailException(str(error)) from None
+    return hook

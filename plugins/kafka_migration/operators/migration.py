@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from kafka_migration.hooks.plan import MigrationPlanHook
+from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
 from kafka_migration.stages import skip_unless_selected
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
+SHORT_WAIT_S = 60.0  # what an action after its sensor may still wait (the sensor did the long wait)
 
 
 def group_asset(plan_name: str, group: str) -> Asset:
@@ -43,14 +44,7 @@ class MigrationOperator(BaseOperator):
         self.plan_path = plan_path
 
     def hook(self) -> MigrationPlanHook:
-        from mirror_engine.plan import PlanError
-
-        hook = MigrationPlanHook(self.plan_path)
-        try:
-            hook.plan  # noqa: B018 - load it now so a bad plan fails here, with its problems
-        except PlanError as error:
-            raise AirflowFailException(str(error)) from None
-        return hook
+        return load_plan_or_fail(self.plan_path)
 
     def execute(self, context: Any) -> Any:
         skip_unless_selected(self.stage, context)
@@ -142,7 +136,8 @@ class StartReplicationOperator(MigrationOperator):
     """Start an engine worker for the plan on this Airflow worker, in the background, unless it already runs.
 
     It joins the flow's worker group, so it shares the flow with workers run elsewhere (see
-    docker-compose.yaml); at scale those run as their own service and this task may be left out.
+    docker-compose.yaml); at scale those run as their own service and this task may be left out. The task
+    ends within seconds: the sensor after it waits for the engine to copy.
     """
 
     stage = "replicate"
@@ -151,24 +146,27 @@ class StartReplicationOperator(MigrationOperator):
         hook = self.hook()
         pid_file, log_file = _engine_files(hook.plan.name)
         pid = _running(pid_file)
-        if pid is None:
-            with log_file.open("a") as log:
-                process = subprocess.Popen(
-                    # A stable worker id: a restarted engine fences what its predecessor left open (exactly-once).
-                    [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(Path(self.plan_path).resolve()),
-                     "--worker-id", f"airflow-{socket.gethostname()}"],
-                    env={**os.environ, **hook.process_env()}, stdout=log, stderr=log, start_new_session=True,
-                )
-            pid_file.write_text(str(process.pid))
-            time.sleep(3)
-            if process.poll() is not None:
-                raise AirflowFailException(f"the engine exited at once (status {process.returncode}): "
-                                           f"{log_file.read_text()[-3000:]}")
-            pid = process.pid
-            self.log.info("engine started (pid %d), log in %s", pid, log_file)
-        else:
+        if pid is not None:
             self.log.info("engine already running (pid %d)", pid)
-        return {"pid": pid, "log": str(log_file)}
+            return {"pid": pid, "log": str(log_file)}
+        with log_file.open("a") as log:
+            # Detached: its own session, stdin from /dev/null and no other descriptor of this task (the task's
+            # sockets to its supervisor would otherwise stay open as long as the engine lives).
+            process = subprocess.Popen(
+                # A stable worker id: a restarted engine fences what its predecessor left open (exactly-once).
+                [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(Path(self.plan_path).resolve()),
+                 "--worker-id", f"airflow-{socket.gethostname()}"],
+                env={**os.environ, **hook.process_env()}, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                close_fds=True, start_new_session=True,
+            )
+        pid_file.write_text(str(process.pid))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=2)  # only an engine that cannot start at all exits this soon
+        if process.poll() is not None:
+            raise AirflowFailException(f"the engine exited at once (status {process.returncode}): "
+                                       f"{log_file.read_text()[-3000:]}")
+        self.log.info("engine started (pid %d), log in %s", process.pid, log_file)
+        return {"pid": process.pid, "log": str(log_file)}
 
 
 class StopReplicationOperator(MigrationOperator):
@@ -194,40 +192,39 @@ class StopReplicationOperator(MigrationOperator):
         return {"stopped": True}
 
 
-class CheckpointOperator(MigrationOperator):
-    """One round of MM2-format checkpoints and group offset sync (only into groups empty on the target)."""
+class FenceGroupOperator(MigrationOperator):
+    """Fence one group on the source (DENY READ for every principal) before it is switched; skipped without
+    `fence`. Its consumers there can then neither join nor commit."""
 
-    stage = "checkpoints"
+    stage = "switch_groups"
+    template_fields = ("plan_path", "group", "fence")
 
-    def run(self, context: Any) -> list[dict]:
-        from mirror_engine.checkpoints import Checkpointer
+    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.group, self.fence = group, fence
 
+    def run(self, context: Any) -> dict:
+        from mirror_engine.switch import GroupSwitcher
+
+        if str(self.fence).lower() != "true":
+            raise AirflowSkipException(f"group {self.group}: not fenced (the run's fence is off)")
         hook = self.hook()
-        checkpointer = Checkpointer(hook.plan, *hook.client_configs())
-        try:
-            results = checkpointer.run_once()
-        finally:
-            checkpointer.close()
-        rows = [{"group": r.group, "checkpoints": r.checkpoints, "committed": len(r.committed),
-                 "not_copied_yet": r.pending, "skipped": r.skipped} for r in results]
-        for row in rows:
-            self.log.info("%s", json.dumps(row))
-        return rows
+        GroupSwitcher(hook.plan, *hook.client_configs()).fence(self.group)
+        self.log.info("group %s fenced on the source", self.group)
+        return {"group": self.group, "fenced": True}
 
 
 class SwitchGroupOperator(MigrationOperator):
-    """Switch one consumer group to the target, verified; emits the group's Asset event."""
+    """Switch one consumer group to the target, verified, once its sensor saw it stopped and copied past;
+    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet)."""
 
     stage = "switch_groups"
-    template_fields = ("plan_path", "group", "fence", "wait_timeout_s")
+    template_fields = ("plan_path", "group", "fence")
 
-    def __init__(self, *, group: str, fence: bool | str = False, wait_timeout_s: float | str = 1800,
-                 **kwargs: Any) -> None:
-        kwargs.setdefault("outlets", [SWITCHED_GROUPS])  # a mapped task passes its outlets back in
+    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.group = group
         self.fence = fence
-        self.wait_timeout_s = wait_timeout_s
 
     def run(self, context: Any) -> dict:
         from mirror_engine.switch import GroupSwitcher, SwitchError
@@ -235,8 +232,8 @@ class SwitchGroupOperator(MigrationOperator):
         hook = self.hook()
         switcher = GroupSwitcher(hook.plan, *hook.client_configs())
         try:
-            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true",
-                                     timeout_s=float(self.wait_timeout_s))
+            # The sensor before waited for the group to stop and for the copy: the waits here pass at once.
+            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true", timeout_s=SHORT_WAIT_S)
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())
@@ -248,24 +245,24 @@ class SwitchGroupOperator(MigrationOperator):
 
 
 class SwitchProducersOperator(MigrationOperator):
-    """Switch one topic's producers: idle (or fenced) on the source, fully copied, no longer copied."""
+    """Switch one topic's producers once its sensor saw it idle on the source and fully copied: the engines
+    stop copying it."""
 
     stage = "switch_producers"
-    template_fields = ("plan_path", "topic", "fence", "idle_s", "wait_timeout_s")
+    template_fields = ("plan_path", "topic")
 
-    def __init__(self, *, topic: str, fence: bool | str = False, idle_s: float | str = 30,
-                 wait_timeout_s: float | str = 1800, **kwargs: Any) -> None:
+    def __init__(self, *, topic: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.topic, self.fence, self.idle_s, self.wait_timeout_s = topic, fence, idle_s, wait_timeout_s
+        self.topic = topic
 
     def run(self, context: Any) -> dict:
         from mirror_engine.switch import SwitchError, switch_producers
 
         hook = self.hook()
         try:
-            report = switch_producers(hook.plan, *hook.client_configs(), self.topic,
-                                      fence=str(self.fence).lower() == "true", idle_s=float(self.idle_s),
-                                      timeout_s=float(self.wait_timeout_s))
+            # Idle and copied were waited for by the sensor; what was written since is copied before the switch.
+            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=0,
+                                      timeout_s=SHORT_WAIT_S)
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())

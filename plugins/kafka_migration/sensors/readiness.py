@@ -1,0 +1,167 @@
+"""Deferrable sensors, one per wait of a migration; each polls a `mirror_engine.readiness` check in the triggerer.
+
+A sensor holds no worker slot while it waits: it loads the plan (a bad plan fails it at once), defers to
+`ReadinessTrigger`, and on the trigger's event succeeds, or fails with the check's reason or, at its
+timeout, with the last progress line (what it still waited for).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
+from kafka_migration.stages import skip_unless_selected
+from kafka_migration.triggers.readiness import ReadinessTrigger
+
+
+def _true(value: bool | str) -> bool:
+    return str(value).lower() == "true"
+
+
+class ReadinessSensor(BaseSensorOperator):
+    """Base: a plan, the stage the sensor belongs to, and the check it waits on.
+
+    :param plan_path: the migration plan file.
+    :param wait_timeout_s: the longest the wait may take, in seconds.
+    :param poll_interval_s: seconds between two polls of the check.
+    """
+
+    template_fields: tuple[str, ...] = ("plan_path", "wait_timeout_s")
+    check = ""
+    stage = ""
+    timeout_hint = ""
+
+    def __init__(self, *, plan_path: str, wait_timeout_s: float | str = 1800, poll_interval_s: float = 2.0,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan_path, self.wait_timeout_s, self.poll_interval_s = plan_path, wait_timeout_s, poll_interval_s
+
+    def arguments(self) -> dict[str, Any]:
+        """The check's own arguments, from the rendered template fields."""
+        return {}
+
+    def skip_reason(self, hook: MigrationPlanHook) -> str:
+        """Why this wait has nothing to wait for in this plan ("" when it has)."""
+        return ""
+
+    def _check_once(self, hook: MigrationPlanHook) -> Any:
+        from mirror_engine.readiness import build_check
+
+        check = build_check(self.check, hook.plan, *hook.client_configs(), self.arguments())
+        try:
+            return check.check()
+        finally:
+            check.close()
+
+    def execute(self, context: Any) -> Any:
+        skip_unless_selected(self.stage, context)
+        hook = load_plan_or_fail(self.plan_path)
+        reason = self.skip_reason(hook)
+        if reason:
+            raise AirflowSkipException(reason)
+        timeout = float(self.wait_timeout_s)
+        if context["ti"].try_number > 1:
+            # A retry: Airflow 3.3 can fail a deferred task whose trigger fired within seconds, on the stale
+            # success its deferring process reported (apache/airflow#72716). Look once before deferring again.
+            readiness = self._check_once(hook)
+            if readiness.failed:
+                raise AirflowFailException(readiness.failed)
+            if readiness.done:
+                self.log.info("%s", readiness.progress)
+                return readiness.detail
+        self.log.info("waiting up to %.0f s (%s); progress follows in this log while the task is deferred",
+                      timeout, self.check)
+        self.defer(trigger=ReadinessTrigger(self.plan_path, self.check, self.arguments(), time.time() + timeout,
+                                            self.poll_interval_s),
+                   method_name="execute_complete", timeout=timedelta(seconds=timeout + 120))
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        if event["status"] == "failed":
+            raise AirflowFailException(event["reason"])
+        if event["status"] != "ok":
+            raise AirflowFailException(f"still waiting after {float(self.wait_timeout_s):.0f} s: {event['progress']}"
+                                       + (f" ({self.timeout_hint})" if self.timeout_hint else ""))
+        self.log.info("%s", event["progress"])
+        return event.get("detail") or {}
+
+
+class ClustersAnswerSensor(ReadinessSensor):
+    """Both clusters answer, and they are two different clusters."""
+
+    check, stage = "clusters_answer", "preflight"
+    timeout_hint = "check the clusters' connections: bootstrap servers, security protocol, credentials"
+
+
+class EngineCopyingSensor(ReadinessSensor):
+    """A live engine of the flow copies every partition the flow copies (from the status topic)."""
+
+    check, stage = "engine_copying", "replicate"
+    timeout_hint = "see the engine's log; `mirror-engine status --plan ...` shows what each engine reports"
+
+
+class BackfillDoneSensor(ReadinessSensor):
+    """Every partition held for the Spark backfill reached its snapshot offset and was handed to the engine."""
+
+    check, stage = "backfill_done", "backfill"
+
+    def skip_reason(self, hook: MigrationPlanHook) -> str:
+        return "" if hook.plan.backfill.topics else "the plan names no backfill topics"
+
+
+class ReplicationLagSensor(ReadinessSensor):
+    """The flow's lag is at most `max_lag` records; fails at once when an engine reports a stopped partition."""
+
+    template_fields = ("plan_path", "wait_timeout_s", "max_lag")
+    check, stage = "lag_at_most", "catch_up"
+    timeout_hint = "is an engine of the flow running (the replicate stage, or `mirror-engine worker`)?"
+
+    def __init__(self, *, max_lag: int | str = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_lag = max_lag
+
+    def arguments(self) -> dict[str, Any]:
+        return {"max_lag": int(self.max_lag)}
+
+
+class CheckpointsCurrentSensor(ReadinessSensor):
+    """Checkpoint rounds until every group the plan selects is current on the target (groups still consuming
+    on either cluster are named in the log, not waited for)."""
+
+    check, stage = "checkpoints_current", "checkpoints"
+    timeout_hint = "has the engine copied up to the groups' offsets?"
+
+
+class GroupReadySensor(ReadinessSensor):
+    """One group: no members on the source (and fenced there, with `fence`), none on the target, and copied
+    past its committed offsets."""
+
+    template_fields = ("plan_path", "wait_timeout_s", "group", "fence")
+    check, stage = "group_ready_to_switch", "switch_groups"
+    timeout_hint = "stop the group's consumers on the source, or run with fence"
+
+    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.group, self.fence = group, fence
+
+    def arguments(self) -> dict[str, Any]:
+        return {"group": self.group, "fence": _true(self.fence)}
+
+
+class TopicReadySensor(ReadinessSensor):
+    """One topic: idle on the source for `idle_s` and copied to its end."""
+
+    template_fields = ("plan_path", "wait_timeout_s", "topic", "idle_s")
+    check, stage = "topic_ready_to_switch", "switch_producers"
+    timeout_hint = "stop the topic's producers on the source"
+
+    def __init__(self, *, topic: str, idle_s: float | str = 30, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.topic, self.idle_s = topic, idle_s
+
+    def arguments(self) -> dict[str, Any]:
+        return {"topic": self.topic, "idle_s": float(self.idle_s)}
