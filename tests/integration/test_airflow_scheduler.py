@@ -1,0 +1,207 @@
+"""The migration DAG run by the real scheduler, LocalExecutor and triggerer, triggered through the REST API.
+
+What `dag.test()` hides is checked here: every sensor defers to the triggerer and survives a triggerer
+restart mid-wait; the engine a task starts leaves its executor slot at once; mapped tasks carry their
+outlets, so the switched group's Asset event is recorded and a DAG scheduled on it runs; the backfill DAG
+starts with only its plan given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from datetime import datetime
+
+import pytest
+import yaml
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mirror_engine.groups import committed_offsets
+from tests.integration.airflow_services import ROOT, AirflowServices
+from tests.integration.kafka_data import produce
+from tests.integration.plans import create_topics
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
+
+NOW = int(time.time() * 1000)
+SENSORS = ("preflight.clusters_answer", "replicate.engine_copying", "catch_up.wait_for_lag", "checkpoints.current",
+           "switch_groups.ready", "switch_producers.ready")
+
+DEPLOY_DAG = '''
+import pendulum
+from airflow.sdk import DAG, task
+from kafka_migration.operators.migration import group_asset
+
+with DAG("deploy_{group_id}", schedule=[group_asset("{plan}", "{group}")],
+         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False):
+    @task
+    def deploy() -> str:
+        return "the application now reads the target"
+
+    deploy()
+'''
+
+
+class GroupMember:
+    """A consumer of `group` on the source that reads and commits until told to stop: the group stays active."""
+
+    def __init__(self, config: dict[str, str], topic: str, group: str) -> None:
+        self.stop = threading.Event()
+        self.read = 0
+        self.consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest",
+                                  "enable.auto.commit": False})
+        self.consumer.subscribe([topic])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            messages = [m for m in self.consumer.consume(100, timeout=0.5) if m.error() is None]
+            if messages:
+                self.read += len(messages)
+                self.consumer.commit(asynchronous=False)
+        self.consumer.close()
+
+    def leave(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+
+
+def _duration_s(ti: dict) -> float:
+    if not ti.get("start_date") or not ti.get("end_date"):
+        return 0.0
+    return (datetime.fromisoformat(ti["end_date"]) - datetime.fromisoformat(ti["start_date"])).total_seconds()
+
+
+def _trigger_logs(services: AirflowServices, dag_id: str, run_id: str, task_id: str) -> dict[str, str]:
+    """{file name: text} of what the triggerer(s) logged for a task's trigger (a file per triggerer job)."""
+    folder = services.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+    return {path.name: path.read_text() for path in sorted(folder.rglob("attempt=1.log.trigger.*.log"))}
+
+
+def _wait_for_state(services: AirflowServices, dag_id: str, run_id: str, task_id: str, state: str,
+                    timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tis = {ti["task_id"]: ti for ti in services.task_instances(dag_id, run_id)}
+        if tis.get(task_id, {}).get("state") == state:
+            return tis[task_id]
+        assert services.run_state(dag_id, run_id) in ("queued", "running"), {k: v["state"] for k, v in tis.items()}
+        assert time.monotonic() < deadline, f"{task_id} never {state}: {({k: v['state'] for k, v in tis.items()})}"
+        time.sleep(1)
+
+
+def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_events(kafka_pair, unique_name,
+                                                                                   tmp_path):
+    source, target = kafka_pair
+    p = f"{unique_name}-"
+    topic, group = p + "orders", p + "billing"
+    plan_name = f"sched{unique_name[-8:]}"
+    create_topics(source, [NewTopic(topic, 3, 1)])
+    produce(source, topic, [(i % 3, f"k{i % 7}".encode(), f"order-{i}".encode(), [("h", b"1")], NOW + i)
+                            for i in range(3000)])
+    member = GroupMember(source.client_config(), topic, group)
+
+    plans, dags = tmp_path / "plans", tmp_path / "dags"
+    plans.mkdir()
+    dags.mkdir()
+    plan_file = plans / f"{plan_name}.yaml"
+    plan_file.write_text(yaml.safe_dump({
+        "name": plan_name,
+        "source": {"alias": "src", "conn_id": "kafka_source"},
+        "target": {"alias": "tgt", "conn_id": "kafka_target"},
+        "topics": {"include": [f"{p}.*"]},
+        "groups": {"include": [f"{p}.*"]},
+        "engine": {"refresh_interval_s": 2, "status_interval_s": 1},
+        "cutover": {"groups": [group], "producer_idle_s": 2, "wait_timeout_s": 300},
+    }))
+    (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
+    deploy_dag = f"deploy_{unique_name[-8:]}"
+    (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=unique_name[-8:], plan=plan_name, group=group))
+
+    services = AirflowServices(tmp_path / "airflow", dags, {
+        "KAFKA_MIGRATION_PLANS": str(plans),
+        "AIRFLOW_CONN_KAFKA_SOURCE": json.dumps({"conn_type": "kafka",
+                                                 "extra": {"bootstrap.servers": source.bootstrap}}),
+        "AIRFLOW_CONN_KAFKA_TARGET": json.dumps({"conn_type": "kafka",
+                                                 "extra": {"bootstrap.servers": target.bootstrap}}),
+        "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    })
+    dag_id = f"kafka_migration__{plan_name}"
+    try:
+        services.start()
+        for dag in (dag_id, "kafka_migration_backfill", deploy_dag):
+            services.wait_for_dag(dag)
+
+        # The backfill DAG starts with only its plan chosen (the form's other fields left empty).
+        backfill_run = services.trigger("kafka_migration_backfill", {"plan": str(plan_file)})
+
+        started = time.monotonic()
+        run_id = services.trigger(dag_id, {"groups": [group], "producer_topics": [topic], "producer_idle_s": 2,
+                                           "wait_timeout_s": 300})
+        # The group still has a member on the source: its switch waits, deferred, and says why in its log.
+        ready = _wait_for_state(services, dag_id, run_id, "switch_groups.ready", "deferred", 400)
+        assert ready["rendered_map_index"] == group
+        time.sleep(4)  # at least one poll's progress line
+        assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.ready", 0)
+
+        # A triggerer restart mid-wait: the wait is taken up again by the new triggerer and still completes.
+        services.stop_component("triggerer")
+        services.start_component("triggerer")
+        time.sleep(5)
+        member.leave()
+        state = services.wait_for_run(dag_id, run_id, 600)
+        wall_s = time.monotonic() - started
+        tis = services.task_instances(dag_id, run_id)
+        durations = {f"{ti['task_id']}[{ti['rendered_map_index']}]" if ti["map_index"] >= 0 else ti["task_id"]:
+                     (ti["state"], round(_duration_s(ti), 1)) for ti in tis}
+        print(f"\nmigration run by the scheduler: {state} in {wall_s:.0f} s")
+        for task, (task_state, seconds) in durations.items():
+            print(f"  {task:<42} {task_state:<10} {seconds:>6.1f} s")
+        assert state == "success", (durations, services.log_tail("scheduler"))
+
+        states = {ti["task_id"]: ti["state"] for ti in tis}
+        skipped = {"backfill.history", "backfill.done", "switch_groups.fence"}  # no backfill topics; no fence
+        assert {t for t, s in states.items() if s == "skipped"} == skipped, states
+        assert all(s == "success" for t, s in states.items() if t not in skipped), states
+        # The engine was started detached: its task held its executor slot for seconds, not a minute.
+        assert durations["replicate.start"][1] < 20, durations
+        switch = next(ti for ti in tis if ti["task_id"] == "switch_producers.switch")
+        assert switch["rendered_map_index"] == topic
+
+        # Every sensor deferred to the triggerer, which ran its trigger to the event; the group's wait was run by
+        # both triggerers, the one stopped mid-wait and the one after it.
+        for sensor in SENSORS:
+            logs = _trigger_logs(services, dag_id, run_id, sensor)
+            assert any("Trigger fired event" in text for text in logs.values()), (sensor, list(logs))
+        restarted = _trigger_logs(services, dag_id, run_id, "switch_groups.ready")
+        assert len(restarted) == 2, list(restarted)
+
+        # The switched group is on the target at exactly its source offsets (identity naming).
+        assert committed_offsets(AdminClient(target.client_config()), group) == committed_offsets(
+            AdminClient(source.client_config()), group)
+
+        # The group's Asset and its event exist, and the DAG scheduled on it ran.
+        uri = f"kafka-migration://{plan_name}/groups/{group}"
+        status, assets = services.api("GET", f"/assets?uri_pattern={uri}")
+        assert status == 200 and [a["uri"] for a in assets["assets"]] == [uri], assets
+        status, events = services.api("GET", f"/assets/events?asset_id={assets['assets'][0]['id']}")
+        assert status == 200 and events["total_entries"] >= 1, events
+        deadline = time.monotonic() + 120
+        while services.api("GET", f"/dags/{deploy_dag}/dagRuns")[1]["total_entries"] < 1:
+            assert time.monotonic() < deadline, "the DAG scheduled on the switched group's Asset never ran"
+            time.sleep(2)
+
+        assert services.wait_for_run("kafka_migration_backfill", backfill_run, 300) == "success"
+    finally:
+        member.leave()
+        services.stop()
+        pid_file = tmp_path / "airflow" / "mirror-engine" / f"{plan_name}.pid"
+        if pid_file.exists():  # the run failed before its finish stage stopped the engine
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
