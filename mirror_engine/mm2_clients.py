@@ -2,15 +2,20 @@
 
 The settings come in as `name -> (MM2 key, value)`, already resolved and type-checked by `mm2_config`; each
 problem line starts with the MM2 key at fault. Only what librdkafka can do the same way is converted: PLAIN
-and SCRAM logins, PEM or PKCS12 key material, PEM trust stores. Messages never show a password or a JAAS
-option value.
+and SCRAM logins, PEM or PKCS12 key material, PEM trust stores; JKS keystores and JKS or PKCS12 truststores
+are converted at load to PEM files in a private directory removed at exit (`keystores`). Messages never show
+a password or a JAAS option value.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from mirror_engine.jaas_config import JaasConfigError, parse_jaas_config
+from mirror_engine.keystores import KeystoreError, keystore_to_pem, truststore_to_pem
 
 __all__ = ["client_config"]
 
@@ -19,6 +24,7 @@ _JAAS_LOGIN_MODULES = {
     "PlainLoginModule": ("PLAIN",),
     "ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # what mm2_config keeps of ${env:NAME}
 _Client = dict[str, tuple[str, str]]  # librdkafka name -> (value, the MM2 key it came from)
 
 
@@ -54,18 +60,54 @@ def _jaas_credentials(alias: str, settings: dict[str, tuple[str, Any]], client: 
     client["sasl.password"] = (options["password"], key)
 
 
-def _tls_settings(settings: dict[str, tuple[str, Any]], client: _Client, problems: list[str]) -> None:
+def _secret(settings: dict[str, tuple[str, Any]], name: str, environ: Mapping[str, str],
+            problems: list[str]) -> str | None:
+    """The setting's value with a kept `${NAME}` environment reference resolved (a store is converted now)."""
+    entry = settings.get(name)
+    if entry is None:
+        return None
+    key, value = entry
+    missing = [ref for ref in _ENV_REFERENCE.findall(value) if ref not in environ]
+    if missing:
+        problems.append(f"{key}: environment variable {missing[0]} is not set (needed at start to convert the store)")
+        return None
+    return _ENV_REFERENCE.sub(lambda match: environ[match.group(1)], value)
+
+
+def _refused(alias: str, names: tuple[str, ...], problems: list[str]) -> bool:
+    """Whether a problem was already reported about one of these settings (e.g. an unresolvable password)."""
+    keys = {key for name in names for key in (name, f"{alias}.{name}")}
+    return any(line.split(": ", 1)[0] in keys for line in problems)
+
+
+def _keystore(alias: str, settings: dict[str, tuple[str, Any]], environ: Mapping[str, str], client: _Client,
+              problems: list[str]) -> None:
     keystore_type = settings.get("ssl.keystore.type", ("", "JKS"))[1]
     if entry := settings.get("ssl.keystore.location"):
         key, location = entry
-        if keystore_type == "PKCS12":
+        if keystore_type == "PKCS12":  # librdkafka reads PKCS#12 keystores itself
             client["ssl.keystore.location"] = (location, key)
         elif keystore_type == "PEM":  # one PEM file holding the private key and the certificate chain
             client["ssl.key.location"] = (location, key)
             client["ssl.certificate.location"] = (location, key)
-        else:
-            problems.append(f"{key}: a {keystore_type} keystore cannot be read by librdkafka; convert it to "
-                            "PKCS12 or PEM and set ssl.keystore.type to match")
+        elif _refused(alias, ("ssl.keystore.password", "ssl.key.password"), problems):
+            return
+        else:  # JKS: converted now to a PEM key and chain in a private directory (see keystores)
+            before = len(problems)
+            store_password = _secret(settings, "ssl.keystore.password", environ, problems)
+            key_password = _secret(settings, "ssl.key.password", environ, problems)
+            if len(problems) > before:
+                return
+            try:
+                material = keystore_to_pem(location, keystore_type, store_password, key_password, f"{alias}-keystore")
+            except KeystoreError as error:
+                problems.append(f"{key}: {error}")
+                return
+            client["ssl.key.location"] = (str(material.key_location), key)
+            client["ssl.certificate.location"] = (str(material.certificate_location), key)
+            if material.key_password:  # the setting itself, so a kept environment reference stays one
+                password_key, password = settings.get("ssl.key.password") or settings["ssl.keystore.password"]
+                client["ssl.key.password"] = (password, password_key)
     if (entry := settings.get("ssl.keystore.password")) and keystore_type == "PKCS12":
         client["ssl.keystore.password"] = (entry[1], entry[0])
     if entry := settings.get("ssl.keystore.key"):
@@ -75,15 +117,35 @@ def _tls_settings(settings: dict[str, tuple[str, Any]], client: _Client, problem
     if (entry := settings.get("ssl.key.password")) and (keystore_type == "PEM" or "ssl.keystore.key" in settings):
         client["ssl.key.password"] = (entry[1], entry[0])
 
+
+def _truststore(alias: str, settings: dict[str, tuple[str, Any]], environ: Mapping[str, str], client: _Client,
+                problems: list[str]) -> None:
     truststore_type = settings.get("ssl.truststore.type", ("", "JKS"))[1]
     if entry := settings.get("ssl.truststore.location"):
+        key, location = entry
         if truststore_type == "PEM":
-            client["ssl.ca.location"] = (entry[1], entry[0])
-        else:
-            problems.append(f"{entry[0]}: a {truststore_type} truststore cannot be read by librdkafka; export its "
-                            "CA certificates to a PEM file and set ssl.truststore.type = PEM")
+            client["ssl.ca.location"] = (location, key)
+        elif _refused(alias, ("ssl.truststore.password",), problems):
+            return
+        else:  # JKS or PKCS12: librdkafka reads CA certificates from PEM only; converted now (see keystores)
+            before = len(problems)
+            password = _secret(settings, "ssl.truststore.password", environ, problems)
+            if len(problems) > before:
+                return
+            try:
+                ca_file = truststore_to_pem(location, truststore_type, password, f"{alias}-truststore")
+            except KeystoreError as error:
+                problems.append(f"{key}: {error}")
+                return
+            client["ssl.ca.location"] = (str(ca_file), key)
     if entry := settings.get("ssl.truststore.certificates"):
         client["ssl.ca.pem"] = (entry[1], entry[0])
+
+
+def _tls_settings(alias: str, settings: dict[str, tuple[str, Any]], environ: Mapping[str, str], client: _Client,
+                  problems: list[str]) -> None:
+    _keystore(alias, settings, environ, client, problems)
+    _truststore(alias, settings, environ, client, problems)
     if entry := settings.get("ssl.endpoint.identification.algorithm"):
         algorithm = entry[1].lower()
         if algorithm in ("", "https"):
@@ -92,9 +154,13 @@ def _tls_settings(settings: dict[str, tuple[str, Any]], client: _Client, problem
             problems.append(f"{entry[0]}: must be https or empty (no hostname check), got {entry[1]!r}")
 
 
+def client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: list[str],
+                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """librdkafka settings for one cluster from its Java client settings (`settings`: name -> (key, value)).
 
-def client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: list[str]) -> dict[str, str]:
-    """librdkafka settings for one cluster from its Java client settings (`settings`: name -> (key, value))."""
+    JKS stores, and PKCS12 truststores, are converted to PEM files at once (`keystores`); `environ` resolves
+    the `${NAME}` references kept in their passwords (the process environment by default).
+    """
     client: _Client = {}
     for name in ("security.protocol", "sasl.mechanism", "sasl.kerberos.service.name", "client.id"):
         if name in settings:
@@ -102,5 +168,5 @@ def client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: li
             client[name] = (value, key)
     if "sasl.jaas.config" in settings:
         _jaas_credentials(alias, settings, client, problems)
-    _tls_settings(settings, client, problems)
+    _tls_settings(alias, settings, os.environ if environ is None else environ, client, problems)
     return {name: value for name, (value, _key) in client.items()}

@@ -11,7 +11,9 @@ where it stands, or no Kafka setting at all. The last two become warnings, one l
 Errors (`PlanError`, every problem at once, each line starting with the key it concerns) are kept for what
 MM2 itself refuses (a value of the wrong type, a flow naming a cluster not in `clusters`, no enabled flow,
 an unreadable config provider reference) and for what the engine would do differently from MM2 (a custom
-replication policy, filter or converter, transforms, client settings librdkafka cannot take).
+replication policy, filter or converter, transforms, client settings librdkafka cannot take). JKS keystores
+and JKS or PKCS12 truststores are converted at load to PEM files librdkafka reads (`keystores`: a private
+directory removed when the process exits), so a file naming one needs it readable, with its password, there.
 
 Key shapes, as in MM2's `MirrorMakerConfig`:
 
@@ -222,11 +224,13 @@ def _choose_flow(
 class _Builder:
     """Collects the plan dict and, for each plan field, the MM2 key it came from."""
 
-    def __init__(self, keys: dict[str, KeyInfo], values: dict[str, Any], source: str, target: str) -> None:
+    def __init__(self, keys: dict[str, KeyInfo], values: dict[str, Any], source: str, target: str,
+                 environ: Mapping[str, str]) -> None:
         self.keys = keys
         self.values = values
         self.source = source
         self.target = target
+        self.environ = environ
         self.flow = f"{source}->{target}"
         self.data: dict[str, Any] = {}
         self.origins: dict[str, str] = {}  # plan field path -> MM2 key
@@ -281,7 +285,7 @@ def _cluster_fields(builder: _Builder, problems: list[str], broken: set[str]) ->
             broken.add(side)
         else:
             builder.put(f"{side}.bootstrap_servers", ",".join(bootstrap[1]), bootstrap[0])
-        client = client_config(alias, settings, problems)
+        client = client_config(alias, settings, problems, builder.environ)
         if client:
             builder.put(f"{side}.client", client, f"{alias}.*")
 
@@ -479,7 +483,7 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
         raise Mm2PlanError(source_name, problems, warnings)
 
     source, target = chosen
-    builder = _Builder(keys, values, source, target)
+    builder = _Builder(keys, values, source, target, environ)
     broken = _build(builder, problems, warnings)
     unused = _unused_keys(keys, builder.flow, source, target)
     description = f"Imported from the MirrorMaker 2 config {source_name}, flow {builder.flow}."

@@ -7,19 +7,21 @@ directory, so config provider paths are relative to it, as Java's are to the wor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mirror_engine.keystores import private_dir
 from mirror_engine.mm2_config import import_mm2_properties
 from mirror_engine.plan import MigrationPlan, PlanError
 
 CORPUS = Path(__file__).resolve().parent / "mm2_corpus"
 # Secrets the corpus holds or the environment gives: no message may show them.
 SECRETS = ("corpus-file-secret", "corpus-dir-secret", "corpus-env-secret", "mirror-secret", "oauth-secret",
-           "r-pass", "w-pass", "pem-key-secret", "changeit")
+           "r-pass", "w-pass", "pem-key-secret", "changeit", "corpus-key-secret")
 ENVIRONMENT = {"MM2_A_SERVERS": "a1.example.internal:9092", "MM2_B_PASSWORD": "corpus-env-secret",
                "MM2_TOPICS": "orders, payments", "MM2_PASSWORD": "corpus-env-secret", "OTHER": "x"}
 
@@ -27,10 +29,17 @@ ENVIRONMENT = {"MM2_A_SERVERS": "a1.example.internal:9092", "MM2_B_PASSWORD": "c
 @dataclass(frozen=True)
 class Case:
     file: str
-    plan: dict[str, Any] = field(default_factory=dict)  # dotted plan path -> expected value
+    # dotted plan path -> expected value, or a predicate the value must satisfy
+    plan: dict[str, Any | Callable[[Any], bool]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()  # keys warned about, in order
     errors: tuple[str, ...] = ()  # keys the problems start with, in order (a refused file)
     flow: str | None = None
+
+
+def _converted(value: Any) -> bool:
+    """A PEM file converted from a Java store: in this process's private directory, readable by its owner only."""
+    path = Path(value)
+    return path.parent == private_dir() and path.stat().st_mode & 0o777 == 0o600 and b"-----BEGIN" in path.read_bytes()
 
 
 def _remote(plan: MigrationPlan, topic: str) -> str:
@@ -64,7 +73,9 @@ CASES = [
         "source.client.ssl.endpoint.identification.algorithm": "none",
         "source.client.ssl.key.password": "pem-key-secret",
         "target.client.ssl.ca.location": "/etc/kafka/b-ca.pem"}),
-    Case("08-jks-truststore.properties", errors=("ssl.truststore.location",)),
+    Case("08-jks-truststore.properties", {"source.client.security.protocol": "SSL",
+                                          "source.client.ssl.ca.location": _converted,
+                                          "target.client.ssl.ca.location": _converted}),
     Case("09-config-provider-file.properties", {
         "source.bootstrap_servers": "a1.example.internal:9092,a2.example.internal:9092",
         "source.client.sasl.username": "mirror", "source.client.sasl.password": "corpus-file-secret"}),
@@ -122,6 +133,11 @@ CASES = [
         "name": "onprem-to-cloud", "remote:orders": "orders", "target.client.sasl.password": "corpus-file-secret",
         "sync.replication_factor": 3, "cutover.sync_group_offsets": True},
          warnings=("emit.checkpoint.interval.seconds",)),
+    Case("39-jks-keystore-pkcs12-truststore.properties", {
+        "source.client.ssl.key.location": _converted, "source.client.ssl.certificate.location": _converted,
+        "source.client.ssl.key.password": "corpus-key-secret", "source.client.ssl.ca.location": _converted,
+        "target.client.ssl.keystore.location": "secrets/tls/client.keystore.p12",
+        "target.client.ssl.keystore.password": "changeit", "target.client.ssl.ca.location": _converted}),
 ]
 
 
@@ -157,6 +173,7 @@ def test_corpus_file(case: Case, monkeypatch):
         return
     imported = import_mm2_properties(content, case.file, case.flow, environ=ENVIRONMENT)
     for path, expected in case.plan.items():
-        assert _field(imported.plan, path) == expected, path
+        value = _field(imported.plan, path)
+        assert expected(value) if callable(expected) else value == expected, (path, value)
     assert [line.split(": ", 1)[0] for line in imported.warnings] == list(case.warnings), imported.warnings
     assert not [line for line in imported.warnings for secret in SECRETS if secret in line]
