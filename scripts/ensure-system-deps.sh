@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Java 17+ runs the Kafka brokers and Spark; Maven resolves their jars from Maven Central.
+# Java 17+ runs the Kafka brokers and Spark; Maven resolves their jars from Maven Central; Debian's chromium
+# is the browser the UI tests drive (playwright never downloads one here).
 # Installs what is missing from Debian's packages (needs root, as on CI and dev machines here).
 set -euo pipefail
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-venv)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing system packages: ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then

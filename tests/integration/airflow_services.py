@@ -16,6 +16,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 USER, PASSWORD = "admin", "admin-secret"
+REPORTS = ROOT / "reports"  # screenshots for a person to look at (ignored by git)
+CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/ensure-system-deps.sh); playwright downloads none
 
 
 class AirflowServices:
@@ -170,3 +174,24 @@ class AirflowServices:
             "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{attempt}?map_index={map_index}")
         assert status == 200, (status, body)
         return json.dumps(body)
+
+
+@contextmanager
+def browser_page(services: AirflowServices) -> Iterator[Any]:
+    """A page of Debian's chromium, driven by playwright, logged in to the Airflow UI as `admin`."""
+    from playwright.sync_api import sync_playwright
+
+    REPORTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1400})
+            page.set_default_timeout(30_000)
+            page.goto(f"{services.url}/", wait_until="networkidle")
+            page.fill("input[name=username]", USER)
+            page.fill("input[name=password]", PASSWORD)
+            page.locator("button[type=submit]").click()
+            page.get_by_role("button", name="Browse").wait_for()
+            yield page
+        finally:
+            browser.close()

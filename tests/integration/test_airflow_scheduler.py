@@ -2,8 +2,8 @@
 
 What `dag.test()` hides is checked here: every sensor defers to the triggerer and survives a triggerer
 restart mid-wait; the engine a task starts leaves its executor slot at once; mapped tasks carry their
-outlets, so the switched group's Asset event is recorded and a DAG scheduled on it runs; the backfill DAG
-starts with only its plan given.
+outlets, so the switched group's Asset event is recorded and a DAG scheduled on it runs. The trigger forms
+are used in a real browser: the backfill DAG starts from its form with only its plan chosen.
 """
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ import os
 import signal
 import threading
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 import yaml
@@ -22,7 +26,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirror_engine.groups import committed_offsets
-from tests.integration.airflow_services import ROOT, AirflowServices
+from tests.integration.airflow_services import REPORTS, ROOT, AirflowServices
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics
 
@@ -96,20 +100,32 @@ def _wait_for_state(services: AirflowServices, dag_id: str, run_id: str, task_id
         time.sleep(1)
 
 
-def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_events(kafka_pair, unique_name,
-                                                                                   tmp_path):
-    source, target = kafka_pair
-    p = f"{unique_name}-"
-    topic, group = p + "orders", p + "billing"
-    plan_name = f"sched{unique_name[-8:]}"
-    create_topics(source, [NewTopic(topic, 3, 1)])
-    produce(source, topic, [(i % 3, f"k{i % 7}".encode(), f"order-{i}".encode(), [("h", b"1")], NOW + i)
-                            for i in range(3000)])
-    member = GroupMember(source.client_config(), topic, group)
+@dataclass
+class Deployment:
+    """Airflow's real components over one migration plan on the real clusters, and the names it uses."""
 
-    plans, dags = tmp_path / "plans", tmp_path / "dags"
+    services: AirflowServices
+    plan_file: Path
+    plan_name: str
+    topic: str
+    group: str
+    deploy_dag: str
+
+    @property
+    def dag_id(self) -> str:
+        return f"kafka_migration__{self.plan_name}"
+
+
+@pytest.fixture(scope="module")
+def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
+    source, target = kafka_pair
+    suffix = uuid.uuid4().hex[:8]
+    p = f"sched-{suffix}-"
+    base = tmp_path_factory.mktemp("airflow-scheduler")
+    plans, dags = base / "plans", base / "dags"
     plans.mkdir()
     dags.mkdir()
+    plan_name = f"sched{suffix}"
     plan_file = plans / f"{plan_name}.yaml"
     plan_file.write_text(yaml.safe_dump({
         "name": plan_name,
@@ -118,13 +134,12 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         "topics": {"include": [f"{p}.*"]},
         "groups": {"include": [f"{p}.*"]},
         "engine": {"refresh_interval_s": 2, "status_interval_s": 1},
-        "cutover": {"groups": [group], "producer_idle_s": 2, "wait_timeout_s": 300},
+        "cutover": {"groups": [p + "billing"], "producer_idle_s": 2, "wait_timeout_s": 300},
     }))
     (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
-    deploy_dag = f"deploy_{unique_name[-8:]}"
-    (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=unique_name[-8:], plan=plan_name, group=group))
-
-    services = AirflowServices(tmp_path / "airflow", dags, {
+    deploy_dag = f"deploy_{suffix}"
+    (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=suffix, plan=plan_name, group=p + "billing"))
+    services = AirflowServices(base / "airflow", dags, {
         "KAFKA_MIGRATION_PLANS": str(plans),
         "AIRFLOW_CONN_KAFKA_SOURCE": json.dumps({"conn_type": "kafka",
                                                  "extra": {"bootstrap.servers": source.bootstrap}}),
@@ -132,15 +147,29 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
                                                  "extra": {"bootstrap.servers": target.bootstrap}}),
         "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     })
-    dag_id = f"kafka_migration__{plan_name}"
+    deployment = Deployment(services, plan_file, plan_name, p + "orders", p + "billing", deploy_dag)
     try:
         services.start()
-        for dag in (dag_id, "kafka_migration_backfill", deploy_dag):
+        for dag in (deployment.dag_id, "kafka_migration_backfill", deploy_dag):
             services.wait_for_dag(dag)
+        yield deployment
+    finally:
+        services.stop()
+        pid_file = base / "airflow" / "mirror-engine" / f"{plan_name}.pid"
+        if pid_file.exists():  # a run failed before its finish stage stopped the engine
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
 
-        # The backfill DAG starts with only its plan chosen (the form's other fields left empty).
-        backfill_run = services.trigger("kafka_migration_backfill", {"plan": str(plan_file)})
 
+def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_events(kafka_pair, deployment):
+    source, target = kafka_pair
+    services, dag_id = deployment.services, deployment.dag_id
+    topic, group, deploy_dag = deployment.topic, deployment.group, deployment.deploy_dag
+    create_topics(source, [NewTopic(topic, 3, 1)])
+    produce(source, topic, [(i % 3, f"k{i % 7}".encode(), f"order-{i}".encode(), [("h", b"1")], NOW + i)
+                            for i in range(3000)])
+    member = GroupMember(source.client_config(), topic, group)
+    try:
         started = time.monotonic()
         run_id = services.trigger(dag_id, {"groups": [group], "producer_topics": [topic], "producer_idle_s": 2,
                                            "wait_timeout_s": 300})
@@ -187,7 +216,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
             AdminClient(source.client_config()), group)
 
         # The group's Asset and its event exist, and the DAG scheduled on it ran.
-        uri = f"kafka-migration://{plan_name}/groups/{group}"
+        uri = f"kafka-migration://{deployment.plan_name}/groups/{group}"
         status, assets = services.api("GET", f"/assets?uri_pattern={uri}")
         assert status == 200 and [a["uri"] for a in assets["assets"]] == [uri], assets
         status, events = services.api("GET", f"/assets/events?asset_id={assets['assets'][0]['id']}")
@@ -196,12 +225,52 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         while services.api("GET", f"/dags/{deploy_dag}/dagRuns")[1]["total_entries"] < 1:
             assert time.monotonic() < deadline, "the DAG scheduled on the switched group's Asset never ran"
             time.sleep(2)
-
-        assert services.wait_for_run("kafka_migration_backfill", backfill_run, 300) == "success"
     finally:
         member.leave()
-        services.stop()
-        pid_file = tmp_path / "airflow" / "mirror-engine" / f"{plan_name}.pid"
-        if pid_file.exists():  # the run failed before its finish stage stopped the engine
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+
+
+def test_backfill_form_triggers_with_only_its_plan_and_the_migration_form_reads_well(deployment):
+    """In the real UI (Debian's chromium): the backfill DAG's form starts a run with every optional field left
+    empty; the migration DAG's form offers the stages as a multi-select and marks no optional field required."""
+    from tests.integration.airflow_services import browser_page
+
+    services = deployment.services
+    before = services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1]["total_entries"]
+    with browser_page(services) as page:
+        dialog = open_trigger_form(page, services, "kafka_migration_backfill")
+        assert "Migration plan" in dialog.inner_text() and deployment.plan_name in dialog.inner_text()
+        page.screenshot(path=str(REPORTS / "airflow-backfill-form.png"))
+        trigger = dialog.get_by_role("button", name="Trigger", exact=True)
+        assert trigger.is_enabled(), "the backfill form cannot be submitted with its optional fields empty"
+        trigger.click()
+        deadline = time.monotonic() + 60
+        while services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1]["total_entries"] <= before:
+            assert time.monotonic() < deadline, "the form's Trigger started no run"
+            time.sleep(1)
+
+        dialog = open_trigger_form(page, services, deployment.dag_id)
+        page.screenshot(path=str(REPORTS / "airflow-migration-form.png"), full_page=True)
+        text = dialog.inner_text()
+        for title in ("Stages to run", "Consumer groups to switch", "Topics whose producers switch",
+                      "Largest lag to go on with (records)"):
+            assert title in text, title
+        assert "1. Preflight" in text and "10. Finish" in text  # the stages, as options of a multi-select
+        for optional in ("Consumer groups to switch", "Topics whose producers switch"):
+            label = dialog.get_by_text(optional, exact=True)
+            assert "*" not in label.locator("xpath=..").inner_text(), f"{optional} is marked required"
+
+        dialog = open_trigger_form(page, services, "kafka_migration_flow_control")
+        assert not dialog.get_by_role("button", name="Trigger", exact=True).is_enabled(), (
+            "the flow-control form must not trigger before an action is chosen")
+
+    runs = services.api("GET", "/dags/kafka_migration_backfill/dagRuns?order_by=-start_date")[1]["dag_runs"]
+    assert runs[0]["conf"].get("plan") == str(deployment.plan_file), runs[0]["conf"]
+    assert services.wait_for_run("kafka_migration_backfill", runs[0]["dag_run_id"], 300) == "success"
+
+
+def open_trigger_form(page, services: AirflowServices, dag_id: str):
+    page.goto(f"{services.url}/dags/{dag_id}", wait_until="networkidle")
+    page.get_by_role("button", name="Trigger Dag").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Run Parameters").wait_for()
+    return dialog
