@@ -1,12 +1,15 @@
 """One migration DAG per plan file in `migrations/` (or $KAFKA_MIGRATION_PLANS), built at parse time.
 
 Parsing reads the YAML files only: no Kafka, Spark or Maven is contacted until a task runs. A plan
-that does not validate still gets its DAG, whose preflight task fails with the plan's problems.
+that does not validate (or whose schedule Airflow refuses, or whose name another plan file uses) still
+gets a DAG of its own, whose preflight task fails with the plan's problems; the other plans' DAGs are
+unaffected.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
     FenceGroupOperator,
     FlowControlOperator,
+    PlanProblemOperator,
     PreflightOperator,
     PrepareTargetOperator,
     StartReplicationOperator,
@@ -77,60 +81,53 @@ the next ones go on:
    then the switch (the engines stop copying it);
 10. **finish**: the engine started by this run stopped (SIGTERM; progress stored).
 
-Plan file: `{path}`{problem}
+Plan file: `{path}`
 """
 
 
-def _params(plan: MigrationPlan | None) -> dict[str, Param]:
-    cutover = plan.cutover if plan else None
+def _params(plan: MigrationPlan) -> dict[str, Param]:
+    cutover = plan.cutover
     return {
         "stages": Param(STAGES, type="array", items={"type": "string", "enum": STAGES}, examples=STAGES,
                         values_display=STAGE_TITLES, minItems=1, title="Stages to run",
                         description="The stages this run runs, in their fixed order; the others are skipped."),
         "dry_run": Param(False, type="boolean", title="Dry run",
                          description="Prepare: have the target check every change, apply none."),
-        "max_lag_records": Param(cutover.max_lag_records if cutover else 0, type="integer", minimum=0,
+        "max_lag_records": Param(cutover.max_lag_records, type="integer", minimum=0,
                                  title="Largest lag to go on with (records)",
                                  description="Catch up: how many records the copy may still be behind."),
-        "wait_timeout_s": Param(cutover.wait_timeout_s if cutover else 1800, type="number", exclusiveMinimum=0,
+        "wait_timeout_s": Param(cutover.wait_timeout_s, type="number", exclusiveMinimum=0,
                                 title="Longest wait (seconds)",
                                 description="The longest any one wait of this run may take before it fails."),
-        "groups": Param(list(cutover.groups) if cutover else [], type=["array", "null"], items={"type": "string"},
+        "groups": Param(list(cutover.groups), type=["array", "null"], items={"type": "string"},
                         title="Consumer groups to switch",
                         description="One group per line; empty: none. Each switches once stopped on the source."),
-        "fence": Param(cutover.fence if cutover else False, type="boolean", title="Fence groups on the source",
+        "fence": Param(cutover.fence, type="boolean", title="Fence groups on the source",
                        description="Deny READ on each group on the source before switching it, so that its old "
                                    "consumers cannot come back."),
         "producer_topics": Param([], type=["array", "null"], items={"type": "string"},
                                  title="Topics whose producers switch",
                                  description="Source topics, one per line; empty: none."),
-        "producer_idle_s": Param(cutover.producer_idle_s if cutover else 30, type="number", minimum=0,
+        "producer_idle_s": Param(cutover.producer_idle_s, type="number", minimum=0,
                                  title="Idle time before a producer switch (seconds)",
                                  description="How long a topic must go unwritten on the source before its switch."),
     }
 
 
-def build_dag(plan_file: Path) -> DAG:
-    try:
-        plan: MigrationPlan | None = load_plan(plan_file)
-        problem = ""
-    except PlanError as error:
-        plan, problem = None, f"\n\n**This plan does not validate** (preflight fails):\n\n```\n{error}\n```"
-    name = plan.name if plan else plan_file.stem
-    path = str(plan_file)
+def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
+    name, path = plan.name, str(plan_file)
     with DAG(
         dag_id=f"kafka_migration__{name}",
-        schedule=plan.schedule if plan else None,
+        schedule=plan.schedule,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         max_active_runs=1,
         params=_params(plan),
         tags=["kafka-migration"],
         default_args={"trigger_rule": "none_failed"},
-        doc_md=DOC.format(name=name, source=plan.source.alias if plan else "?",
-                          target=plan.target.alias if plan else "?",
-                          description=(plan.description if plan else "") or "", reports=REPORTS, path=path,
-                          problem=problem),
+        doc_md=DOC.format(name=name, source=plan.source.alias, target=plan.target.alias,
+                          description=plan.description or "", reports=REPORTS, path=path),
     ) as dag:
         # Every sensor's arguments. Its retries are for Airflow failing a deferred task on a stale executor
         # event (apache/airflow#72716); a retry looks once before deferring. Real failures never retry.
@@ -205,6 +202,7 @@ def build_validation_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
         schedule=plan.validation.schedule,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         max_active_runs=1,
         tags=["kafka-migration"],
         params={"mode": Param(plan.validation.mode, type="string", enum=["full", "sample"], title="Mode",
@@ -236,6 +234,7 @@ def build_backfill_dag(plan_files: list[Path]) -> DAG:
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         tags=["kafka-migration"],
         params={
             "plan": _plan_param(plan_files),
@@ -270,15 +269,77 @@ def build_backfill_dag(plan_files: list[Path]) -> DAG:
     return dag
 
 
+def build_broken_plan_dag(plan_file: Path, problem: str) -> DAG:
+    """The DAG of a plan that cannot run: it appears under the plan's file name, and its one task fails with
+    the problem, so a bad plan costs only its own DAG."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", plan_file.stem)
+    with DAG(
+        dag_id=f"kafka_migration__{name}",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
+        tags=["kafka-migration"],
+        doc_md=f"### Plan `{plan_file}` cannot run\n\n**This plan does not validate** (preflight fails):\n\n"
+               f"```\n{problem}\n```",
+    ) as dag, TaskGroup("preflight"):
+        PlanProblemOperator(task_id="check", problem=problem)
+    return dag
+
+
+def load_plans(plan_files: list[Path]) -> tuple[dict[Path, MigrationPlan], dict[Path, str]]:
+    """({file: plan} of the plans that load, {file: problem} of the others). A plan file never takes other
+    plans' DAGs with it: whatever it does while loading is its own problem, and two files naming the same
+    plan are both refused, each naming the other."""
+    plans: dict[Path, MigrationPlan] = {}
+    problems: dict[Path, str] = {}
+    for plan_file in plan_files:
+        try:
+            plans[plan_file] = load_plan(plan_file)
+        except PlanError as error:
+            problems[plan_file] = str(error)
+        except Exception as error:  # one unreadable file must not cost every migration's DAG
+            problems[plan_file] = f"{plan_file}: the plan could not be read: {type(error).__name__}: {error}"
+    files_of: dict[str, list[Path]] = {}
+    for plan_file, plan in plans.items():
+        files_of.setdefault(plan.name, []).append(plan_file)
+    for name, files in files_of.items():
+        if len(files) > 1:
+            for plan_file in files:
+                others = ", ".join(str(f) for f in files if f != plan_file)
+                problems[plan_file] = (f"{plan_file}: name: plan name '{name}' is also the name of {others}; "
+                                       "each plan needs a name of its own")
+                del plans[plan_file]
+    return plans, problems
+
+
+def build_plan_dags(plan_file: Path, plan: MigrationPlan) -> tuple[list[DAG], str]:
+    """(the migration and validation DAGs of a plan, "") with their schedules checked as the scheduler checks
+    them, or ([], the problem) when Airflow refuses a schedule."""
+    dags = []
+    for field, value, build in (
+            ("schedule", plan.schedule, lambda: build_dag(plan_file, plan)),
+            ("validation.schedule", plan.validation.schedule, lambda: build_validation_dag(plan_file, plan))):
+        try:
+            dag = build()
+            dag.timetable.validate()
+        except Exception as error:  # Airflow refuses a schedule in several ways
+            return [], f"{plan_file}: {field}: Airflow cannot schedule {value!r}: {error}"
+        dags.append(dag)
+    return dags, ""
+
+
 _plan_files = sorted(PLANS.glob("*.yaml"))
-for _plan_file in _plan_files:
-    _dag = build_dag(_plan_file)
+_plans, _problems = load_plans(_plan_files)
+for _plan_file, _plan in _plans.items():
+    _dags, _problem = build_plan_dags(_plan_file, _plan)
+    for _dag in _dags:
+        globals()[_dag.dag_id] = _dag
+    if _problem:
+        _problems[_plan_file] = _problem
+for _plan_file, _problem in _problems.items():
+    _dag = build_broken_plan_dag(_plan_file, _problem)
     globals()[_dag.dag_id] = _dag
-    try:
-        _validation = build_validation_dag(_plan_file, load_plan(_plan_file))
-        globals()[_validation.dag_id] = _validation
-    except PlanError:
-        pass  # its migration DAG's preflight reports the problems
 _backfill = build_backfill_dag(_plan_files)
 
 
@@ -289,6 +350,7 @@ def build_flow_control_dag(plan_files: list[Path]) -> DAG:
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         tags=["kafka-migration"],
         params={"plan": _plan_param(plan_files),
                 "action": Param(None, type="string", enum=["start", "pause", "resume", "stop"], title="Action",

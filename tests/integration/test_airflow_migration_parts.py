@@ -174,3 +174,44 @@ def test_checkpoints_trigger_syncs_groups_until_current_on_the_target(kafka_pair
     assert fired["status"] == "ok" and group in fired["detail"]["current"], fired
     # Identity naming, no gaps: the exact translation is the same offsets.
     assert committed_offsets(AdminClient(target.client_config()), group) == on_source
+
+
+def test_a_bad_plan_costs_only_its_own_dag(monkeypatch, tmp_path):
+    """Unreadable, hostile, badly scheduled and same-named plans each get a DAG that names their problem; the
+    good plan's DAGs and the shared DAGs are all there, and parsing takes seconds, not a timeout."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    good = {"name": "good", "source": {"alias": "src", "bootstrap_servers": "127.0.0.1:1"},
+            "target": {"alias": "tgt", "bootstrap_servers": "127.0.0.1:2"}, "topics": {"include": ["orders"]}}
+    (plans / "good.yaml").write_text(yaml.safe_dump(good))
+    (plans / "binary.yaml").write_bytes(bytes(range(256)) * 64)
+    (plans / "nested.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000)
+    laughs = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]
+    (plans / "laughs.yaml").write_text("\n".join(laughs) + "\n")
+    (plans / "badcron.yaml").write_text(yaml.safe_dump({**good, "name": "badcron", "schedule": "every day at 9"}))
+    (plans / "twin-a.yaml").write_text(yaml.safe_dump({**good, "name": "twin"}))
+    (plans / "twin-b.yaml").write_text(yaml.safe_dump({**good, "name": "twin"}))
+    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(plans))
+
+    started = time.perf_counter()
+    bag = DagBag(dag_folder=str(DAGS / "migrations.py"))
+    seconds = time.perf_counter() - started
+    print(f"parsed 7 plans, 6 of them bad, in {seconds:.2f} s")
+    assert bag.import_errors == {}
+    assert seconds < 20
+    for dag_id in ("kafka_migration__good", "kafka_migration_validate__good", "kafka_migration_backfill",
+                   "kafka_migration_flow_control"):
+        assert dag_id in bag.dag_ids, dag_id
+    problems = {stem: bag.get_dag(f"kafka_migration__{stem}").doc_md
+                for stem in ("binary", "nested", "laughs", "badcron", "twin-a", "twin-b")}
+    for stem, doc in problems.items():
+        assert "does not validate" in doc and f"{stem}.yaml" in doc, (stem, doc)
+        assert "Traceback" not in doc, (stem, doc)
+    assert "schedule" in problems["badcron"]
+    assert "twin-b.yaml" in problems["twin-a"] and "twin-a.yaml" in problems["twin-b"]
+    assert "kafka_migration__twin" not in bag.dag_ids
+    assert [t.task_id for t in bag.get_dag("kafka_migration__badcron").tasks] == ["preflight.check"]

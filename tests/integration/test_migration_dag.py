@@ -163,7 +163,5 @@ def test_bad_plan_fails_in_preflight_and_creates_nothing(kafka_pair, migration_e
     run = dag.test()
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert run.state == DagRunState.FAILED
-    assert states["preflight.clusters_answer"] == TaskInstanceState.FAILED  # the first task that loads the plan
-    assert states["preflight.check"] in (TaskInstanceState.UPSTREAM_FAILED, None)
-    assert states["prepare.apply"] in (TaskInstanceState.UPSTREAM_FAILED, None)
+    assert states == {"preflight.check": TaskInstanceState.FAILED}  # the one task of a plan that cannot run
     assert set(AdminClient(target.client_config()).list_topics(timeout=10).topics) == before

@@ -54,6 +54,17 @@ class MigrationOperator(BaseOperator):
         raise NotImplementedError
 
 
+class PlanProblemOperator(BaseOperator):
+    """The one task of a plan that cannot run: it fails with the plan's problems."""
+
+    def __init__(self, *, problem: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problem = problem
+
+    def execute(self, context: Any) -> None:
+        raise AirflowFailException(self.problem)
+
+
 class PreflightOperator(MigrationOperator):
     """Plan valid, both clusters reachable, and a dry-run of every target change the plan needs."""
 
