@@ -8,7 +8,6 @@ discovery, logging) runs on timers between batches.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import logging
@@ -27,10 +26,11 @@ from mirror_engine.clusters import admin_client, describe_cluster
 from mirror_engine.control import ControlChannel
 from mirror_engine.internal_topics import InternalTopics, engine_group_id, ensure_internal_topics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
-from mirror_engine.partition_state import PartitionState
+from mirror_engine.partition_state import FAR, PartitionState
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import apply_actions, plan_preparation, render_actions
 from mirror_engine.progress import PartitionProgress, load_progress, managed_target_topics
+from mirror_engine.record_sizes import Headers, batch_size_alone, header_size_bound
 from mirror_engine.status_http import StatusServer
 from mirror_engine.topics import describe_topic_configs, list_offsets
 
@@ -102,7 +102,9 @@ class Replicator:
         self.states: dict[TopicPartitionKey, PartitionState] = {}
         self.fatal: str = ""
         self._target_topic: dict[str, str] = {}
-        self._max_value_bytes: dict[str, int] = {}
+        self._record_limits: dict[str, int] = {}  # target topic -> its max.message.bytes
+        self._batch_cap = 1 << 30  # the producer's batch.size: at most every written topic's limit
+        self._transactions_started = False  # exactly-once: init_transactions done, a transaction open
         self._stop = threading.Event()
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -130,27 +132,10 @@ class Replicator:
         self._target_admin = admin_client(self.target_config)
         ensure_internal_topics(self._target_admin, self.topics)
         engine = self.plan.engine
-        producer_config: dict[str, object] = {
-            **self.target_config,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": engine.linger_ms,
-            "batch.size": engine.producer_batch_bytes,
-            "compression.type": engine.compression,
-            "message.max.bytes": 100 * 1024 * 1024,  # let the broker judge record size per topic
-            "queue.buffering.max.messages": 500_000,
-            "error_cb": self._on_client_error,
-        }
-        if self.exactly_once:
-            # The id outlives the process: a worker restarted with the same id fences its predecessor's
-            # open transaction at once instead of waiting for its timeout.
-            producer_config["transactional.id"] = f"mirror-engine.{self.plan.name}.{self.worker_id}"
-            producer_config["transaction.timeout.ms"] = int(engine.transaction_timeout_s * 1000)
-        else:
-            # Any failed record is fatal rather than skipped: an acknowledged record then proves every
-            # earlier record of its partition was written, so most records need no delivery callback.
-            producer_config["enable.gapless.guarantee"] = True
-        self._producer = Producer(producer_config)
+        # The internal topics' limits bound the batches of offset-syncs, progress and status records.
+        internal = [self.topics.offset_syncs, self.topics.progress, self.topics.status, self.topics.heartbeats]
+        self._batch_cap = min([engine.producer_batch_bytes, *self._topic_limits(internal).values()])
+        self._producer = self._new_producer()
         consumer_config: dict[str, object] = {
             **self.source_config,
             "group.id": self.group_id,
@@ -176,6 +161,79 @@ class Replicator:
                 "topic.metadata.refresh.interval.ms": int(engine.refresh_interval_s * 1000),
             })
         self._consumer = Consumer(consumer_config)
+
+    def _new_producer(self) -> Producer:
+        """The target producer, its batches capped at `self._batch_cap` bytes.
+
+        A broker refuses a whole batch larger than its topic's `max.message.bytes`, and an idempotent
+        producer with the gapless guarantee (or a transactional one) treats a refused record as fatal:
+        every partition would stop. librdkafka's `batch.size` (which bounds the whole produce request, so
+        each batch in it too) is one setting per producer, while limits are per topic; so the cap is the
+        smallest limit among the topics this producer writes, lowered (the producer rebuilt) when a topic
+        with a lower limit joins the flow, and each record is checked against its own topic's limit
+        before it is produced (`_copy`). One producer per class of limit would keep large batches for the
+        other topics, but records, their offset-syncs and the progress must go through one producer (and
+        one transaction in exactly-once mode) for the progress to prove what was copied.
+        """
+        engine = self.plan.engine
+        producer_config: dict[str, object] = {
+            **self.target_config,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": engine.linger_ms,
+            "batch.size": max(1, self._batch_cap),
+            "compression.type": engine.compression,
+            # Records above a topic's own limit never reach produce(): this only bounds requests.
+            "message.max.bytes": 1_000_000_000,
+            "queue.buffering.max.messages": 500_000,
+            "error_cb": self._on_client_error,
+        }
+        if self.exactly_once:
+            # The id outlives the process: a worker restarted with the same id fences its predecessor's
+            # open transaction at once instead of waiting for its timeout.
+            producer_config["transactional.id"] = f"mirror-engine.{self.plan.name}.{self.worker_id}"
+            producer_config["transaction.timeout.ms"] = int(engine.transaction_timeout_s * 1000)
+        else:
+            # Any failed record is fatal rather than skipped: an acknowledged record then proves every
+            # earlier record of its partition was written, so most records need no delivery callback.
+            # Records a target topic cannot take are therefore never produced (see `_copy`).
+            producer_config["enable.gapless.guarantee"] = True
+        return Producer(producer_config)
+
+    def _topic_limits(self, topics: list[str]) -> dict[str, int]:
+        """Each target topic's `max.message.bytes` (its override, or the target broker's default)."""
+        limits = {}
+        for topic, entries in describe_topic_configs(self._target_admin, topics).items():
+            configs = {entry.name: entry.value for entry in entries}
+            limits[topic] = int(configs.get("max.message.bytes") or 1048588)
+        return limits
+
+    def _lower_batch_cap(self, limit: int, topic: str) -> None:
+        """A target topic takes smaller batches than the producer makes: rebuild it with batches that fit."""
+        log.info("target topic %s takes batches of at most %d bytes (max.message.bytes): the producer's batches "
+                 "are capped there (were %d)", topic, limit, self._batch_cap)
+        self._batch_cap = limit
+        producer = self._producer
+        if producer is None:
+            return
+        if self.exactly_once:
+            if self._transactions_started:
+                self._commit_transaction(begin_next=False)
+            if self.fatal:
+                return
+        else:
+            if producer.flush(60):
+                self.fatal = (f"records not acknowledged by the target within 60 s while lowering the batch size "
+                              f"for {topic}; nothing after the last acknowledged record counts as copied")
+                return
+            self._write_progress()
+            producer.flush(30)
+        self._producer = self._new_producer()
+        if self.exactly_once and self._transactions_started:
+            self._producer.init_transactions(60)
+            self._producer.begin_transaction()
+        if self.states:
+            self._producer_knows(list(self.states))
 
     def _prepare(self, initial: bool) -> None:
         """Create or update the target's topics (idempotent); at start, and at every refresh for discovery."""
@@ -221,8 +279,10 @@ class Replicator:
         targets = [self._target_topic[t] for t in topics]
         for target, entries in describe_topic_configs(self._target_admin, targets).items():
             configs = {entry.name: entry.value for entry in entries}
-            # Leave room for the record and batch overheads around the value.
-            self._max_value_bytes[target] = int(configs.get("max.message.bytes", 1048588)) - 512
+            limit = int(configs.get("max.message.bytes") or 1048588)
+            self._record_limits[target] = limit
+            if limit < self._batch_cap:
+                self._lower_batch_cap(limit, target)
             if configs.get("message.timestamp.type") == "LogAppendTime":
                 log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
                             "by the target broker's time", target)
@@ -287,7 +347,7 @@ class Replicator:
             target_end = target_ends[(self._target_topic[topic], partition)]
             position = progress.position if progress else starts[key]
             state = PartitionState(topic, partition, self._target_topic[topic], position, ids.get(topic, ""),
-                                   self._max_value_bytes.get(self._target_topic[topic], 1 << 62))
+                                   self._record_limits.get(self._target_topic[topic], FAR))
             state.on_new_delta, state.on_failure = self._send_sync, self._fail_partition
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
@@ -556,28 +616,70 @@ class Replicator:
                 run_ends = True
             if not state.failed:
                 offset = message.offset()
-                value = message.value()
-                if value is not None and len(value) > state.max_value_bytes:
-                    self._fail_partition(state, f"record at offset {offset} has a {len(value)}-byte value, more than "
-                                                f"the target topic {target} accepts (raise its max.message.bytes)",
-                                         offset)
-                else:
+                value, key, headers = message.value(), message.key(), message.headers()
+                # A record the target topic cannot take must never be produced: the broker would refuse its
+                # whole batch and the producer would turn that into a fatal error for every partition.
+                # A cheap bound first; the exact size only for records near the limit.
+                raw = (len(value) if value else 0) + (len(key) if key else 0)
+                if headers:
+                    raw += header_size_bound(headers)
+                if raw <= state.raw_budget or not self._refuse_if_too_large(state, offset, key, value, headers):
                     boundary = run_start or offset != state.produced_next
                     callback = state.callback(offset, boundary) if boundary or run_ends else None
                     try:
                         # All positional (topic, value, key, partition, callback, on_delivery, timestamp, headers):
                         # keyword arguments cost a string lookup each, per record.
-                        produce(target, value, message.key(), partition, callback, None, message.timestamp()[1],
-                                message.headers())
+                        produce(target, value, key, partition, callback, None, message.timestamp()[1], headers)
+                        state.produced_next = offset + 1
+                        run_length += 1
                     except BufferError:
                         self._produce_when_room(target, message, partition, callback)
-                    state.produced_next = offset + 1
-                    run_length += 1
+                        state.produced_next = offset + 1
+                        run_length += 1
+                    except KafkaException as error:  # refused by the client itself: nothing was sent
+                        if callback is not None:
+                            state.callbacks_pending -= 1
+                        self._stop_partition_at(state, offset, f"{state.topic}[{partition}]: the producer refused "
+                                                               f"the record at offset {offset}: {error.args[0].str()}")
                 run_start = False
             if run_ends:
                 state.records_copied += run_length
                 state = None
         self._producer.poll(0)  # type: ignore[union-attr]
+
+    def _refuse_if_too_large(self, state: PartitionState, offset: int, key: bytes | None, value: bytes | None,
+                             headers: Headers) -> bool:
+        """Stop the partition at this record if its target topic cannot take it (size as the broker counts it)."""
+        size = batch_size_alone(key, value, headers)
+        if size <= state.max_batch_bytes:
+            return False
+        header_bytes = sum(len(name.encode()) + len(v or b"") for name, v in headers or ())
+        self._stop_partition_at(state, offset, (
+            f"{state.topic}[{state.partition}]: the record at offset {offset} is {size} bytes as the broker counts "
+            f"it (key {len(key or b'')}, value {len(value or b'')}, headers {header_bytes} bytes, with the record "
+            f"and batch framing), more than the {state.max_batch_bytes} bytes the target topic {state.target_topic} "
+            "takes (its max.message.bytes): raise that limit on the target topic and restart the engine"))
+        return True
+
+    def _stop_partition_at(self, state: PartitionState, offset: int, reason: str) -> None:
+        """Stop copying a partition before the record at `offset`, which is not produced.
+
+        The records produced before it in this run carry no delivery callback (only a run's first and last
+        do): wait until they are acknowledged, so that the progress stops right before the refused record
+        and a restart re-sends none of them. With the gapless guarantee (or a transaction) the producer
+        delivers them all or fails fatally, and they follow the last record with a callback one by one on
+        both clusters, so their target positions follow too.
+        """
+        producer = self._producer
+        assert producer is not None
+        producer.flush(60)
+        if not self.fatal and not state.failed and state.callbacks_pending == 0 and state.acked_next >= 0:
+            tail = state.produced_next - state.acked_next
+            if tail > 0 and state.delta is not None:
+                state.acked_next = state.produced_next
+                state.target_position += tail
+                state.acked_source, state.acked_target = state.produced_next - 1, state.target_position - 1
+        self._fail_partition(state, reason, offset)
 
     def _produce_when_room(self, target: str, message: Message, partition: int, callback: object) -> None:
         """The local queue is full: serve deliveries until the record fits."""
@@ -695,6 +797,7 @@ class Replicator:
         if self.exactly_once:
             producer.init_transactions(60)  # fences a predecessor with this worker's id and aborts what it left
             producer.begin_transaction()
+            self._transactions_started = True
         self._start_status_server()
         if self.flow_state != "stopped":
             self._acquire()
@@ -902,9 +1005,22 @@ class Replicator:
         """Refresh the HTTP snapshot and write it to the status topic (skipped, not waited for, when the
         producer's queue is full: the next one follows within an interval)."""
         self.status_snapshot = self.build_status(exiting)
-        with contextlib.suppress(BufferError):
-            self._producer.produce(self.topics.status, json.dumps(self.status_snapshot).encode(),  # type: ignore[union-attr]
-                                   self.worker_id.encode(), 0, self._on_internal_delivery)
+        payload = json.dumps(self.status_snapshot).encode()
+        try:
+            self._producer.produce(self.topics.status, payload, self.worker_id.encode(), 0,  # type: ignore[union-attr]
+                                   self._on_internal_delivery)
+        except BufferError:
+            pass
+        except KafkaException as error:
+            if not exiting:
+                raise
+            # The producer failed fatally: a short-lived one still tells the status readers why it stopped,
+            # instead of leaving "running" as the flow's last word.
+            log.debug("status through the engine's producer failed (%s): writing it with a new one", error)
+            last_word = Producer({**self.target_config, "acks": "all"})
+            last_word.produce(self.topics.status, payload, self.worker_id.encode(), 0)
+            if last_word.flush(15):
+                log.error("the final status could not be written to %s", self.topics.status)
 
     def _shutdown(self) -> None:
         """Wait for every in-flight record and sync, store the final progress, close the clients."""

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mirror_engine.record_sizes import raw_size_budget
+
 FAR = 1 << 62
 
 
@@ -34,7 +36,7 @@ class PartitionState:
     target_topic: str
     start_position: int
     topic_id: str = ""
-    max_value_bytes: int = FAR
+    max_batch_bytes: int = FAR  # the target topic's max.message.bytes
     produced_next: int = -1  # source offset after the last record produced
     acked_next: int = -1  # source offset after the last record acknowledged
     callbacks_pending: int = 0
@@ -52,6 +54,7 @@ class PartitionState:
     latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
     record_age_ms: int = -1  # at the same record: the time it was handed to the producer minus its timestamp
     last_timestamp_ms: int = -1  # the timestamp of that record
+    raw_budget: int = field(init=False, default=0)  # set from max_batch_bytes (see __post_init__)
     failed: str = ""  # why copying this partition stopped, if it did
     failed_at: int = FAR  # the source offset of the record that could not be copied
     # Set by the engine: called with (state, source, target) when (target - source) changes,
@@ -61,6 +64,8 @@ class PartitionState:
 
     def __post_init__(self) -> None:
         self.produced_next = self.acked_next = self.start_position
+        # Records within this raw size (key + value + a bound of the headers) fit the target topic for sure.
+        self.raw_budget = raw_size_budget(self.max_batch_bytes)
 
     def callback(self, source: int, boundary: bool) -> Callable[[Any, Any], None]:
         """The delivery callback of a record that carries one (see the class docstring)."""

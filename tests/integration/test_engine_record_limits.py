@@ -1,0 +1,97 @@
+"""The engine on real clusters when the target cannot take a record: only that record's partition stops."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka.admin import NewTopic
+
+from kafka_local.cluster import KafkaCluster
+from mirror_engine.engine import Replicator
+from mirror_engine.record_sizes import batch_size_alone
+from mirror_engine.status import read_worker_statuses
+from tests.integration.kafka_data import produce, read_partition
+from tests.integration.plans import create_topics, make_plan
+
+pytestmark = pytest.mark.integration
+
+BASE_TS = int(time.time() * 1000) - 600_000
+TARGET_LIMIT = 102_400  # a common max.message.bytes for a topic, ten times below the broker's default
+
+
+def _small(partition: int, start: int, stop: int, value_bytes: int = 1000) -> list[tuple]:
+    # Random values do not compress: the engine's default 1 MB batches of them stay far above 100 KB.
+    return [(partition, f"k{i}".encode(), os.urandom(value_bytes), [("n", str(i).encode())], BASE_TS + i)
+            for i in range(start, stop)]
+
+
+def _exactly(partition: int, number: int, batch_bytes: int) -> tuple:
+    """A record that makes a batch of exactly `batch_bytes` alone."""
+    key, headers = b"at-limit", [("n", str(number).encode()), ("ü", None)]
+    value_bytes = batch_bytes - batch_size_alone(key, b"", headers)
+    while batch_size_alone(key, bytes(value_bytes), headers) > batch_bytes:
+        value_bytes -= 1
+    value = os.urandom(value_bytes)
+    assert batch_size_alone(key, value, headers) == batch_bytes
+    return (partition, key, value, headers, BASE_TS + number)
+
+
+def _run(plan, source: KafkaCluster, target: KafkaCluster):
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    summary = replicator.run(max_seconds=90, until_caught_up=True)
+    return replicator, summary
+
+
+def _content(records: list[tuple]) -> list[tuple]:
+    return [(key, value, tuple(headers), ts) for _p, key, value, headers, ts in records]
+
+
+def _copied(target: KafkaCluster, topic: str, partition: int) -> list[tuple]:
+    return [r.content() for r in read_partition(target, topic, partition)]
+
+
+def test_a_record_the_target_cannot_take_stops_only_its_partition_and_says_why(kafka_pair, unique_name):
+    source, target = kafka_pair
+    topic = unique_name
+    create_topics(source, [NewTopic(topic, 3, 1)])
+    # The target topic exists with a lower limit than the source's (the source has the broker's 1 MB).
+    create_topics(target, [NewTopic(topic, 3, 1, config={"max.message.bytes": str(TARGET_LIMIT)})])
+    # 400 KB of small records: fine one by one, too much for one batch; then one record exactly at the
+    # limit as the broker counts it (the target takes it: the engine's count is not too high, nor too low).
+    partition0 = [*_small(0, 0, 400), _exactly(0, 400, TARGET_LIMIT)]
+    partition1 = [*_small(1, 0, 10), (1, b"big-value", os.urandom(150_000), [], BASE_TS + 10), *_small(1, 11, 20)]
+    partition2 = [*_small(2, 0, 5), (2, os.urandom(120_000), b"v", [("h", b"x")], BASE_TS + 5), *_small(2, 6, 10)]
+    produce(source, topic, partition0 + partition1 + partition2, **{"message.max.bytes": 2_000_000})
+    plan = make_plan(source, target, topic, sync={"config_exclude": ["max.message.bytes"]},
+                     engine={"status_interval_s": 0.5, "progress_interval_s": 0.2})
+
+    replicator, summary = _run(plan, source, target)
+
+    assert set(summary.failed_partitions) == {f"{topic}[1]", f"{topic}[2]"}, summary.failed_partitions
+    value_reason, key_reason = summary.failed_partitions[f"{topic}[1]"], summary.failed_partitions[f"{topic}[2]"]
+    # Size as the broker counts it: a batch of this one record (61-byte batch header + the record).
+    assert "offset 10" in value_reason and "150" in value_reason and str(TARGET_LIMIT) in value_reason, value_reason
+    assert "offset 5" in key_reason and "120" in key_reason and str(TARGET_LIMIT) in key_reason, key_reason
+    assert "max.message.bytes" in value_reason
+    # Every other record was copied: all of partition 0, and each stopped partition up to its record.
+    assert _copied(target, topic, 0) == _content(partition0)
+    assert _copied(target, topic, 1) == _content(partition1[:10])
+    assert _copied(target, topic, 2) == _content(partition2[:5])
+
+    # The status topic says what stopped and why.
+    statuses = read_worker_statuses(plan, target.client_config(), window_s=120)
+    mine = [s for s in statuses if s["worker"] == replicator.worker_id]
+    assert mine and mine[0]["state"] == "exited"
+    failed = {p["partition"]: p["failed"] for p in mine[0]["partitions"] if p["failed"]}
+    assert set(failed) == {1, 2} and "offset 10" in failed[1] and "offset 5" in failed[2]
+
+    # A restart does not die at the same record: the partitions stay stopped with their reasons, nothing
+    # else is sent again.
+    _replicator, again = _run(plan, source, target)
+    assert again.failed_partitions == summary.failed_partitions
+    assert again.records == 0
+    assert len(_copied(target, topic, 0)) == len(partition0)
+    assert len(_copied(target, topic, 1)) == 10
+    assert len(_copied(target, topic, 2)) == 5
