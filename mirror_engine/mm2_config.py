@@ -127,11 +127,13 @@ def _convert(key: str, value: str, spec: Setting, problems: list[str], shown: st
     elif spec.kind == "class":
         package = _CONVERTER_PACKAGE if spec.choices == ("ByteArrayConverter",) else MM2_PACKAGE
         for simple in spec.choices:
-            if value in (simple, package + simple):
+            if value == package + simple:
                 return simple
+            if value == simple:  # Java's Class.forName finds no class by its simple name: MM2 fails to start
+                problems.append(f"{key}: MM2 cannot load a class by its simple name; write {package + simple}")
+                return None
         allowed = " or ".join(package + simple for simple in spec.choices)
-        problems.append(f"{key}: class {got} is not supported by this engine, which runs {allowed} "
-                        "(the simple class name is accepted too)")
+        problems.append(f"{key}: class {got} is not supported by this engine, which runs {allowed}")
     else:
         return value
     return None

@@ -214,8 +214,8 @@ def test_flow_scoped_settings_beat_top_level_ones():
         "replication.factor = 1\na->b.replication.factor = 3\n"
         "sync.topic.configs.enabled = true\na->b.sync.topic.configs.enabled = false\n"
         "groups = x\na->b.groups = y\n"
-        "replication.policy.class = DefaultReplicationPolicy\n"
-        "a->b.replication.policy.class = IdentityReplicationPolicy\n"
+        "replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n"
+        "a->b.replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
         "b->a.replication.factor = 5\n"
     )
     plan = plan_from_mm2_properties(text, "mm2.properties")
@@ -223,6 +223,14 @@ def test_flow_scoped_settings_beat_top_level_ones():
     assert plan.sync.configs is False
     assert plan.groups.include == ["y"]
     assert plan.replication_policy.type == "identity"
+
+
+@pytest.mark.parametrize("line", ["replication.policy.class = IdentityReplicationPolicy",
+                                  "a->b.value.converter = ByteArrayConverter"])
+def test_a_class_named_by_its_simple_name_is_refused_as_mm2_refuses_it(line: str):
+    problems = _problems(MINIMAL + line + "\n")
+    assert [problem.split(": ", 1)[0] for problem in problems] == [line.split(" = ")[0]]
+    assert "org.apache.kafka.connect." in problems[0]
 
 
 def test_top_level_settings_apply_when_the_flow_has_none():
@@ -436,7 +444,7 @@ def test_connect_worker_and_rest_settings_are_accepted_without_warnings():
         "b.key.converter.schemas.enable = false\n"
         "plugin.path = /opt/connectors\n"
         "key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
-        "value.converter = ByteArrayConverter\n"
+        "value.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
         "header.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n"
         "task.shutdown.graceful.timeout.ms = 5000\n"
         "listeners = http://localhost:8083\n"
