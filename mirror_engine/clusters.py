@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.plan import MigrationPlan, PlanError
+from mirror_engine.secrets import redact
 
 
 class ClusterUnreachable(RuntimeError):
@@ -27,18 +29,48 @@ def admin_client(config: dict[str, str]) -> AdminClient:
 
 
 def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0) -> ClusterInfo:
-    """Ask a cluster for its id, brokers and topics; raise ClusterUnreachable naming it if it does not answer."""
-    try:
-        metadata = admin_client(config).list_topics(timeout=timeout_s)
-    except KafkaException as error:
-        hint = ""
-        if "security.protocol" not in config:
-            hint = " (if the cluster uses SASL or TLS, check security.protocol and credentials)"
-        raise ClusterUnreachable(
-            f"cluster '{alias}' at {config.get('bootstrap.servers')} did not answer (waited up to {timeout_s:.0f} s): "
-            f"{error.args[0]}{hint}"
-        ) from error
+    """Ask a cluster for its id, brokers and topics; raise ClusterUnreachable naming it if it does not answer.
+
+    librdkafka retries a refused login or a listener speaking another protocol until the timeout and then
+    says only "transport failure"; the client errors seen meanwhile (its error callback) tell why, and the
+    first one that settles it ends the wait.
+    """
+    client_errors: list[KafkaError] = []
+    admin = AdminClient({**config, "log_level": "3", "error_cb": client_errors.append})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            metadata = admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            break
+        except KafkaException as error:
+            admin.poll(0.1)  # serves the error callback
+            if time.monotonic() >= deadline or any(e.code() == KafkaError._AUTHENTICATION for e in client_errors):
+                raise ClusterUnreachable(_unreachable_message(alias, config, timeout_s, error, client_errors)) \
+                    from error
     return ClusterInfo(alias, metadata.cluster_id or "", len(metadata.brokers), len(metadata.topics))
+
+
+def _unreachable_message(alias: str, config: dict[str, str], timeout_s: float, error: KafkaException,
+                         client_errors: list[KafkaError]) -> str:
+    """Why a cluster did not answer, in the user's terms: credentials, protocol, or the network."""
+    bootstrap = config.get("bootstrap.servers", "")
+    protocol = str(config.get("security.protocol", "plaintext")).upper()
+    reasons = " ".join(e.str() for e in client_errors)
+    if protocol.startswith("SASL") and "Request not valid in current SASL state" in reasons:
+        # The broker answered the SASL handshake as a listener without SASL does (no mechanisms enabled).
+        return (f"the listener at {bootstrap} does not speak SASL (is it PLAINTEXT?): cluster '{alias}' refused the "
+                f"SASL handshake; set security.protocol to the listener's protocol, or point bootstrap.servers at "
+                "its SASL listener")
+    refusal = next((e.str() for e in client_errors if e.code() == KafkaError._AUTHENTICATION), "")
+    if refusal:
+        return (f"authentication failed for user '{config.get('sasl.username', '')}' on cluster '{alias}' "
+                f"({bootstrap}, SASL mechanism {config.get('sasl.mechanism', 'GSSAPI')}): check the user's "
+                f"password and mechanism ({redact(refusal)})")
+    hint = ""
+    if "security.protocol" not in config:
+        hint = " (if the cluster uses SASL or TLS, check security.protocol and credentials)"
+    return (f"cluster '{alias}' at {bootstrap} did not answer (waited up to {timeout_s:.0f} s): "
+            f"{redact(error.args[0].str() if error.args else str(error))}{hint}")
 
 
 class SameClusterError(PlanError):
