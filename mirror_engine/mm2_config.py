@@ -9,9 +9,12 @@ Whatever MM2 4.x runs, this reader accepts: the file is read as `Properties.load
 plan field, or accepted as not needed by this engine and listed in the plan's description), ignored by MM2
 where it stands, or no Kafka setting at all. The last two become warnings, one line each, never errors.
 Errors (`PlanError`, every problem at once, each line starting with the key it concerns) are kept for what
-MM2 itself refuses (a value of the wrong type, a flow naming a cluster not in `clusters`, no enabled flow,
-an unreadable config provider reference) and for what the engine would do differently from MM2 (a custom
-replication policy, filter or converter, transforms, client settings librdkafka cannot take). JKS keystores
+MM2 itself refuses (a value of the wrong type, a class it cannot load, also one named by its simple name, a
+malformed JAAS entry), for what the engine would do differently from MM2 (a custom replication policy, filter
+or converter, transforms, a renamed source alias, client settings librdkafka cannot take), and for mistakes
+MM2 lets pass (a config provider reference it cannot resolve, which it keeps as literal text; a flow naming
+a cluster not in `clusters`, which it ignores; no enabled flow, where it only emits heartbeats).
+`tests/integration/test_mm2_corpus_vs_mm2.py` checks this against real MM2 for every corpus file. JKS keystores
 and JKS or PKCS12 truststores are converted at load to PEM files librdkafka reads (`keystores`: a private
 directory removed when the process exits), so a file naming one needs it readable, with its password, there.
 
