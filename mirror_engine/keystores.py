@@ -113,7 +113,9 @@ def _blank(text: str, *passwords: str | None) -> str:
 def _keytool_error(location: Path, result: subprocess.CompletedProcess[str], *passwords: str | None) -> KeystoreError:
     lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if "error" in line.lower()]
     detail = _blank(lines[-1], *passwords) if lines else f"exit status {result.returncode}"
-    if "password was incorrect" in detail or "tampered" in detail or "Cannot recover key" in detail:
+    if "Cannot recover key" in detail or "Get Key failed" in detail:
+        detail = "wrong key password (ssl.key.password, or ssl.keystore.password when that is not set)"
+    elif "password was incorrect" in detail or "tampered" in detail:
         detail = "wrong password, or not a JKS store"
     return KeystoreError(f"keytool cannot read {location}: {detail}")
 

@@ -138,6 +138,7 @@ CASES = [
         "source.client.ssl.key.password": "corpus-key-secret", "source.client.ssl.ca.location": _converted,
         "target.client.ssl.keystore.location": "secrets/tls/client.keystore.p12",
         "target.client.ssl.keystore.password": "changeit", "target.client.ssl.ca.location": _converted}),
+    Case("40-jks-key-password-missing.properties", errors=("a.ssl.keystore.location",)),
 ]
 
 
