@@ -161,3 +161,27 @@ def test_a_dir_left_by_kill_9_is_removed_by_the_next_process(stores: Path):
     assert not [path for path in folder.iterdir() if path.stat().st_mode & 0o077]
     _convert_in_child(stores, "exit")
     assert not folder.exists()
+
+
+def _librdkafka_client(settings: dict[str, str]) -> None:
+    from confluent_kafka import Producer
+
+    # librdkafka loads the key, chain and CA when the client is created (no broker is contacted here).
+    Producer({"bootstrap.servers": "127.0.0.1:9", "security.protocol": "SSL", **settings}).flush(0)
+
+
+@pytest.mark.parametrize("keystore", ["client.keystore.jks", "client.keystore.p12"])
+def test_librdkafka_loads_what_an_mm2_file_with_java_stores_becomes(stores: Path, keystore: str):
+    store_type = "JKS" if keystore.endswith(".jks") else "PKCS12"
+    key_password = f"a.ssl.key.password = {KEY_PASSWORD}\n" if store_type == "JKS" else ""
+    text = ("clusters = a, b\na.bootstrap.servers = a:9093\nb.bootstrap.servers = b:9093\na.security.protocol = SSL\n"
+            f"a.ssl.keystore.type = {store_type}\na.ssl.keystore.location = {stores}/{keystore}\n"
+            f"a.ssl.keystore.password = {STORE_PASSWORD}\n{key_password}"
+            f"a.ssl.truststore.location = {stores}/truststore.jks\na->b.enabled = true\n")
+    client = {name: str(value) for name, value in import_mm2_properties(text, "tls").plan.source.client.items()}
+    _librdkafka_client(client)
+    from confluent_kafka import KafkaException
+
+    password = "ssl.key.password" if store_type == "JKS" else "ssl.keystore.password"
+    with pytest.raises(KafkaException):  # the same files with another password: librdkafka refuses them
+        _librdkafka_client({**client, password: "not-the-password"})
