@@ -31,6 +31,7 @@ class InternalTopics:
     heartbeats: str
     control: str
     status: str
+    reports: str
 
     @classmethod
     def for_plan(cls, plan: MigrationPlan) -> InternalTopics:
@@ -44,6 +45,7 @@ class InternalTopics:
             heartbeats=HEARTBEATS_TOPIC,
             control=f"mirror-engine-control.{flow}.internal",
             status=f"mirror-engine-status.{flow}.internal",
+            reports=f"mirror-engine-reports.{flow}.internal",
         )
 
     def specs(self) -> dict[str, dict[str, str]]:
@@ -56,6 +58,7 @@ class InternalTopics:
             self.heartbeats: compacted,
             self.control: compacted,
             self.status: {"cleanup.policy": "delete", "retention.ms": "86400000"},
+            self.reports: compacted,
         }
 
 

@@ -22,6 +22,7 @@ from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.groups import commit_offsets, committed_offsets, describe_group
 from mirror_engine.internal_topics import is_engine_group
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.reports import ReportStore
 from mirror_engine.topics import list_offsets
 
 
@@ -182,6 +183,7 @@ class GroupSwitcher:
         ])
         report = GroupSwitchReport(group, f"{self.plan.source.alias}->{self.plan.target.alias}", fence, wait_empty,
                                    wait_copied, committed_s, time.monotonic() - switch_started, partitions)
+        self._store(report)
         return report
 
     def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
@@ -214,7 +216,12 @@ class GroupSwitcher:
         ])
         report = GroupSwitchReport(group, f"{self.plan.target.alias}->{self.plan.source.alias}", False, wait_empty,
                                    0.0, committed_s, time.monotonic() - started, partitions)
+        self._store(report)
         return report
+
+    def _store(self, report: GroupSwitchReport) -> None:
+        """Keep the report where any component reads it (the cockpit, a later rollback's reader)."""
+        ReportStore(self.plan, self.target_config).put("group-switch", report.group, json.loads(report.to_json()))
 
     def _wait_until_copied(self, mapping: FlowMapping, group: str, final: dict[tuple[str, int], int],
                            timeout_s: float) -> tuple[dict[tuple[str, int], int], float]:
@@ -326,6 +333,7 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
     report = ProducerSwitchReport(topic, plan.policy().format_remote_topic(plan.source.alias, topic), fence, wait_idle,
                                   time.monotonic() - drained, {p: ends[(topic, p)] for p in copied},
                                   {p: int(c or 0) for p, c in copied.items()})
+    ReportStore(plan, target_config).put("producer-switch", topic, json.loads(report.to_json()))
     return report
 
 

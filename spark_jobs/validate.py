@@ -19,6 +19,7 @@ from confluent_kafka.admin import OffsetSpec
 from mirror_engine.clusters import admin_client
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
+from mirror_engine.reports import ReportStore
 from mirror_engine.topics import list_offsets
 from spark_jobs.validation import (
     PartitionRange,
@@ -102,16 +103,18 @@ def main(argv: list[str] | None = None) -> int:
             source_fp, target_fp = fingerprinted(source), fingerprinted(target)
         report = compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
                          mapping.translate, plan.name, mode, fraction)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")
+    # Also where every component reads it (the files are on this machine only).
+    stored = ReportStore(plan, target_config).put("validation", stamp, report.to_dict())
     totals = report.to_dict()["totals"]
     print(f"validation of '{plan.name}' ({mode}): {'clean' if report.clean else 'NOT CLEAN'} in "
           f"{time.monotonic() - started:.1f} s: {totals}")
     for partition in report.partitions:
         if not partition.clean:
             print(f"  {partition.topic}[{partition.partition}]: {partition.summary()}")
-    print(f"report: {json_path}\npage:   {html_path}")
+    print(f"report: {json_path}\npage:   {html_path}\nstored: {stored} on the target")
     return 0 if report.clean else 1
 
 

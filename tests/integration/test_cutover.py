@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict
@@ -18,6 +19,7 @@ from mirror_engine.groups import committed_offsets
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.progress import read_topic_to_end
+from mirror_engine.reports import ReportStore
 from mirror_engine.switch import GroupSwitcher, SwitchError, switch_producers
 from tests.integration.kafka_data import produce, produce_transactions, read_partition, wait_for_compaction_gaps
 from tests.integration.plans import create_topics, make_plan
@@ -130,6 +132,9 @@ def test_switched_group_reads_every_record_exactly_once_across_clusters(kafka_pa
                              lambda read, _eof: all(len(read[key]) >= wanted for key, wanted in part.items()))
         report = GroupSwitcher(plan, source.client_config(), target.client_config()).switch(group, timeout_s=120)
         assert report.ok, report.render()
+        # The report is kept on the target, where any component (the cockpit) reads it.
+        stored = ReportStore(plan, target.client_config()).read("group-switch")[f"group-switch:{group}"]
+        assert stored["report"] == json.loads(report.to_json())
         assert {(row.topic, row.partition) for row in report.partitions} == {
             (t, n) for t, count in partitions.items() for n in range(count)}
         for producer in live:
@@ -227,6 +232,8 @@ def test_switch_producers_stops_copying_the_topic(kafka_pair, unique_name):
         report = switch_producers(plan, source.client_config(), target.client_config(), topic, idle_s=1,
                                   timeout_s=120)
         assert report.copied == report.end_offsets == {0: 100, 1: 100}
+        stored = ReportStore(plan, target.client_config()).read("producer-switch")[f"producer-switch:{topic}"]
+        assert stored["report"] == json.loads(report.to_json())
         deadline = time.monotonic() + 15
         while any(key[0] == topic for key in replicator.states):
             assert time.monotonic() < deadline, "the engine kept copying a switched topic"

@@ -15,6 +15,7 @@ from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.mm2_formats import OffsetSync
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.progress import PartitionProgress
+from mirror_engine.reports import ReportStore
 from spark_jobs import validate
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, plan_dict
@@ -38,6 +39,10 @@ def _validate(plan_data: dict, tmp_path) -> tuple[int, dict]:
     status = validate.main(["--plan", str(plan_file), "--report-dir", str(reports)])
     report = json.loads(next(reports.glob("*.json")).read_text())
     assert next(reports.glob("*.html")).read_text().count("<tr") == len(report["partitions"]) + 1
+    # The same report is kept on the target, newest first among the plan's validations.
+    plan = plan_from_dict(plan_data)
+    stored = ReportStore(plan, plan.client_configs()[1]).newest("validation")[0]
+    assert stored["report"] == report
     return status, {row["partition"]: row for row in report["partitions"]}
 
 
