@@ -13,6 +13,7 @@ from mirror_engine.clusters import ClusterUnreachable, describe_cluster, describ
 from mirror_engine.control import FLOW_ACTIONS
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.progress import managed_target_topics
+from mirror_engine.secrets import RedactingFilter, masked, redact
 
 
 def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
@@ -28,6 +29,9 @@ def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
     """Both clusters' client settings, once each has answered (a clear error naming the one that did not) and
     they proved to be two clusters. Every command that acts on a plan's clusters starts here."""
     source_config, target_config = plan.client_configs()
+    log = logging.getLogger("mirror_engine.cli")
+    log.debug("source '%s' client settings: %s", plan.source.alias, masked(source_config))
+    log.debug("target '%s' client settings: %s", plan.target.alias, masked(target_config))
     describe_plan_clusters(plan, source_config, target_config)
     return source_config, target_config
 
@@ -98,7 +102,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         summary = replicator.run(max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
     except EngineError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
     print(json.dumps({"records": summary.records, "seconds": round(summary.seconds, 1),
                       "failed_partitions": summary.failed_partitions}))
@@ -121,7 +125,7 @@ def _cmd_latency(args: argparse.Namespace) -> int:
         latency = measure_latency(plan, source_config, target_config, timeout_s=args.timeout)
     except LatencyError as error:
         print(json.dumps(result))
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
     result.update(replica=latency.replica_topic, latency_ms=round(latency.latency_ms, 1))
     print(json.dumps(result))
@@ -171,7 +175,7 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
         else:
             report = switcher.switch(args.group, fence=args.fence or plan.cutover.fence, timeout_s=args.timeout)
     except SwitchError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
     _switch_output(report, args.report)
     return 0 if report.ok else 1
@@ -185,7 +189,7 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
         report = switch_producers(plan, *_reachable(plan), args.topic, fence=args.fence, idle_s=args.idle_seconds,
                                   timeout_s=args.timeout)
     except SwitchError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
     _switch_output(report, args.report)
     return 0
@@ -228,7 +232,9 @@ def _add_plan_source(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mirror-engine", description="Kafka cluster migration engine")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG (as --log-level DEBUG)")
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
+                        help="the engine's log level (default INFO); credentials are masked at every level")
     commands = parser.add_subparsers(dest="command", required=True)
 
     describe = commands.add_parser("describe", help="ask a cluster for its id, brokers and topic count")
@@ -316,17 +322,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    level = args.log_level or ("DEBUG" if args.verbose else "INFO")
+    logging.basicConfig(level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
     try:
         return args.handler(args)
     except PlanError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 2
     except (ClusterUnreachable, KafkaException) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact(str(error))}", file=sys.stderr)
         return 3
 
 

@@ -34,10 +34,16 @@ def remember_secrets(config: dict[str, str]) -> None:
     values = {str(value) for key, value in config.items() if is_secret_key(key) and str(value)}
     # A JAAS line's password is a secret of its own, in case only it is echoed.
     for value in list(values):
-        values.update(match.group(2) for match in re.finditer(r"password\s*=\s*\"?([^\";\s]+)", value))
-        values.update(match.group(1) for match in re.finditer(r"password\s*=\s*\"([^\"]+)\"", value))
+        for match in re.finditer(r"password\s*=\s*(?:\"([^\"]*)\"|([^\";\s]+))", value):
+            values.add(match.group(1) or match.group(2) or "")
     with _lock:
         _known.update(value for value in values if len(value) >= 3)
+
+
+def masked(config: dict[str, str]) -> dict[str, str]:
+    """A client config fit to show: every secret value replaced."""
+    return {key: REDACTED if is_secret_key(key) else str(value) for key, value in config.items()
+            if not callable(value)}
 
 
 def redact(text: str) -> str:
