@@ -55,7 +55,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               f"{len(prepared.source_topics)} topic(s) replicated")
         print(render_actions(prepared.actions))
         for problem in prepared.problems:
-            print(f"problem: {problem}", file=sys.stderr)
+            print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
     return 1 if prepared.problems else 0
 
 
@@ -68,7 +68,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     print(render_actions(prepared.actions))
     if prepared.problems:
         for problem in prepared.problems:
-            print(f"problem: {problem}", file=sys.stderr)
+            print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
         print("nothing applied: fix the problems above first", file=sys.stderr)
         return 1
     if not prepared.actions:
@@ -329,11 +329,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except PlanError as error:
-        print(f"error: {redact(str(error))}", file=sys.stderr)
+        print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 2
     except (ClusterUnreachable, KafkaException) as error:
-        print(f"error: {redact(str(error))}", file=sys.stderr)
+        print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 3
+
+
+def _in_file(args: argparse.Namespace, message: str) -> str:
+    """The message, naming the plan or MM2 file it comes from (once)."""
+    where = getattr(args, "plan", None) or getattr(args, "mm2_config", None)
+    return message if not where or str(where) in message else f"{where}: {message}"
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from mirror_engine.plan_yaml import PlanFileProblem, read_plan_yaml
 from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
 from mirror_engine.principals import check_principal_map
 from mirror_engine.regexes import check_patterns
+from mirror_engine.schedules import schedule_problem
+from mirror_engine.secrets import remember_secrets, without_credential_debug
 
 # MirrorMaker 2's DefaultConfigPropertyFilter `config.properties.exclude`, as regexes.
 MM2_CONFIG_EXCLUDES: tuple[str, ...] = (
@@ -257,11 +259,20 @@ class BackfillSpec(_Strict):
     _check = field_validator("topics")(_check_regexes)
 
 
+def _check_schedule(value: str | None) -> str | None:
+    problem = None if value is None else schedule_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class ValidationSpec(_Strict):
     mode: Literal["full", "sample"] = "full"
     sample_fraction: Annotated[float, BeforeValidator(_in_range(0, 1, "", integer=False, low_excluded=True))] = 0.1
     report_dir: str = "reports"
     schedule: str | None = None
+
+    _schedule = field_validator("schedule")(_check_schedule)
 
 
 class CutoverSpec(_Strict):
@@ -288,6 +299,8 @@ class MigrationPlan(_Strict):
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
     cutover: CutoverSpec = Field(default_factory=CutoverSpec)
     schedule: str | None = None
+
+    _schedule = field_validator("schedule")(_check_schedule)
 
     @model_validator(mode="after")
     def _no_loop(self) -> MigrationPlan:
@@ -317,7 +330,9 @@ class MigrationPlan(_Strict):
         configs = []
         for side, spec in (("SOURCE", self.source), ("TARGET", self.target)):
             given = os.environ.get(f"MIRROR_ENGINE_{side}_CONFIG")
-            configs.append({k: str(v) for k, v in json.loads(given).items()} if given else spec.client_config())
+            config = {k: str(v) for k, v in json.loads(given).items()} if given else spec.client_config()
+            remember_secrets(config)
+            configs.append(without_credential_debug(config, f"cluster '{spec.alias}'"))
         return configs[0], configs[1]
 
     def backfills_topic(self, topic: str) -> bool:
