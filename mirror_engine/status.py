@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -67,6 +68,8 @@ class WorkerStatusFeed:
         self.topic = InternalTopics.for_plan(plan).status
         self.window_s = window_s
         self.latest: dict[str, dict] = {}
+        # (updated_ms, worker, lag, records/s) of every status read, oldest first, for charts over the window.
+        self.history: deque[tuple[int, str, int, float]] = deque()
         self._admin = admin_client(target_config)
         self._consumer = Consumer({**target_config, "group.id": "mirror-engine-status-reader",
                                    "enable.auto.commit": False, "enable.partition.eof": True})
@@ -89,9 +92,13 @@ class WorkerStatusFeed:
                 elif message.value() is not None:
                     status = json.loads(message.value())
                     self.latest[status["worker"]] = status
+                    self.history.append((status["updated_ms"], status["worker"], status["lag"],
+                                         status["records_per_s"]))
             if at_end or not batch:
                 break
         horizon = int((time.time() - self.window_s) * 1000)
+        while self.history and self.history[0][0] < horizon:
+            self.history.popleft()
         return [self.latest[w] for w in sorted(self.latest) if self.latest[w]["updated_ms"] >= horizon]
 
     def _assign(self) -> bool:

@@ -56,7 +56,7 @@ class AirflowServices:
             "AIRFLOW__API__BASE_URL": self.url,
             "AIRFLOW__API__PORT": str(self.port),
             "AIRFLOW__API__HOST": "127.0.0.1",
-            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -178,6 +179,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         assert ready["rendered_map_index"] == group
         time.sleep(4)  # at least one poll's progress line
         assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.ready", 0)
+        _cockpit_shows_the_live_copy(deployment)
 
         # A triggerer restart mid-wait: the wait is taken up again by the new triggerer and still completes.
         services.stop_component("triggerer")
@@ -202,6 +204,10 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         assert durations["replicate.start"][1] < 20, durations
         switch = next(ti for ti in tis if ti["task_id"] == "switch_producers.switch")
         assert switch["rendered_map_index"] == topic
+        # The switch task links to its report in the cockpit.
+        status, links = services.api(
+            "GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/switch_groups.switch/links?map_index=0")
+        assert status == 200 and f"/kafka-migrations/plans/{deployment.plan_name}/cutover" in json.dumps(links), links
 
         # Every sensor deferred to the triggerer, which ran its trigger to the event; the group's wait was run by
         # both triggerers, the one stopped mid-wait and the one after it.
@@ -235,7 +241,7 @@ def test_backfill_form_triggers_with_only_its_plan_and_the_migration_form_reads_
     from tests.integration.airflow_services import browser_page
 
     services = deployment.services
-    before = services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1]["total_entries"]
+    before = {run["dag_run_id"] for run in services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1]["dag_runs"]}
     with browser_page(services) as page:
         dialog = open_trigger_form(page, services, "kafka_migration_backfill")
         assert "Migration plan" in dialog.inner_text() and deployment.plan_name in dialog.inner_text()
@@ -244,7 +250,8 @@ def test_backfill_form_triggers_with_only_its_plan_and_the_migration_form_reads_
         assert trigger.is_enabled(), "the backfill form cannot be submitted with its optional fields empty"
         trigger.click()
         deadline = time.monotonic() + 60
-        while services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1]["total_entries"] <= before:
+        while not (started := [run for run in services.api("GET", "/dags/kafka_migration_backfill/dagRuns")[1][
+                "dag_runs"] if run["dag_run_id"] not in before]):
             assert time.monotonic() < deadline, "the form's Trigger started no run"
             time.sleep(1)
 
@@ -263,9 +270,8 @@ def test_backfill_form_triggers_with_only_its_plan_and_the_migration_form_reads_
         assert not dialog.get_by_role("button", name="Trigger", exact=True).is_enabled(), (
             "the flow-control form must not trigger before an action is chosen")
 
-    runs = services.api("GET", "/dags/kafka_migration_backfill/dagRuns?order_by=-start_date")[1]["dag_runs"]
-    assert runs[0]["conf"].get("plan") == str(deployment.plan_file), runs[0]["conf"]
-    assert services.wait_for_run("kafka_migration_backfill", runs[0]["dag_run_id"], 300) == "success"
+    assert started[0]["conf"].get("plan") == str(deployment.plan_file), started[0]
+    assert services.wait_for_run("kafka_migration_backfill", started[0]["dag_run_id"], 300) == "success"
 
 
 def open_trigger_form(page, services: AirflowServices, dag_id: str):
@@ -274,3 +280,95 @@ def open_trigger_form(page, services: AirflowServices, dag_id: str):
     dialog = page.get_by_role("dialog")
     dialog.get_by_text("Run Parameters").wait_for()
     return dialog
+
+
+def _cockpit_shows_the_live_copy(deployment: Deployment) -> None:
+    """While the run's engine copies: the cockpit's overview lists the plan with its engine and lag 0 (every
+    record copied), and the migration page refreshes itself (no reload) with every partition copied."""
+    from tests.integration.airflow_services import browser_page
+
+    services = deployment.services
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/plugin/kafka-migrations", wait_until="networkidle")
+        overview = page.frame_locator("iframe").first
+        row = overview.locator("tr", has_text=deployment.plan_name)
+        row.wait_for()
+        deadline = time.monotonic() + 60
+        while "0 records" not in row.inner_text():
+            assert time.monotonic() < deadline, row.inner_text()
+            time.sleep(1)
+        page.screenshot(path=str(REPORTS / "cockpit-overview.png"))
+
+        page.goto(f"{services.url}/kafka-migrations/plans/{deployment.plan_name}", wait_until="networkidle")
+        stamp = page.locator("#totals [data-ms]").get_attribute("data-ms")
+        deadline = time.monotonic() + 30
+        while page.locator("#totals [data-ms]").get_attribute("data-ms") == stamp:
+            assert time.monotonic() < deadline, "the migration page did not refresh by itself"
+            time.sleep(0.5)
+        text = page.locator("#partitions").inner_text()
+        for partition in range(3):
+            assert f"{deployment.topic}[{partition}]" in text
+        assert "live engines\n1" in page.locator("#totals").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-migration.png"), full_page=True)
+
+
+def test_cockpit_requires_the_airflow_login(deployment):
+    services = deployment.services
+    for path in ("/kafka-migrations/", f"/kafka-migrations/api/plans/{deployment.plan_name}"):
+        status = _status_without_login(services.url + path)
+        assert status == 401, (path, status)
+    status, overview = _get_json(services, "/kafka-migrations/api/overview")
+    assert status == 200 and deployment.plan_name in [row["plan"] for row in overview], overview
+
+
+def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployment):
+    """After the run: the cutover page shows each partition's proof as stored; a record lost on the target
+    shows in the validation page at its partition and offset."""
+    from confluent_kafka import TopicPartition
+
+    from tests.integration.airflow_services import browser_page
+
+    _source, target = kafka_pair
+    services, plan = deployment.services, deployment.plan_name
+    status, cutover = _get_json(services, f"/kafka-migrations/api/plans/{plan}/cutover")
+    assert status == 200
+    group = next(row for row in cutover["groups"] if row["group"] == deployment.group)
+    assert group["state"] == "switched" and group["report"]["ok"], group
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/cutover", wait_until="networkidle")
+        shown = page.locator("table").first.inner_text()
+        for row in group["report"]["partitions"]:
+            line = next(line for line in shown.splitlines() if line.startswith(f"{row['topic']}\t{row['partition']}"))
+            assert f"{row['source_offset']:,}" in line and f"{row['target_offset']:,}" in line and "ok" in line, line
+        page.screenshot(path=str(REPORTS / "cockpit-cutover.png"), full_page=True)
+
+        # Records lost on the target (its first 5 in partition 0), then the plan's validation DAG.
+        admin = AdminClient(target.client_config())
+        for future in admin.delete_records([TopicPartition(deployment.topic, 0, 5)], request_timeout=30).values():
+            future.result()
+        run_id = services.trigger(f"kafka_migration_validate__{plan}", {})
+        assert services.wait_for_run(f"kafka_migration_validate__{plan}", run_id, 400) == "failed"  # not clean
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/validations", wait_until="networkidle")
+        damaged = page.locator("tr", has_text=f"{deployment.topic}[0]").last
+        assert "missing at 0, 1, 2, 3, 4" in damaged.inner_text(), damaged.inner_text()
+        assert "NOT CLEAN" in page.content()
+        page.screenshot(path=str(REPORTS / "cockpit-validation.png"), full_page=True)
+
+
+def _status_without_login(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _get_json(services: AirflowServices, path: str) -> tuple[int, Any]:
+    import urllib.request
+
+    request = urllib.request.Request(services.url + path, headers={"Authorization": f"Bearer {services.token()}"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.status, json.loads(response.read())

@@ -21,6 +21,7 @@ from typing import Any
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_migration.cockpit.links import SwitchReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
 from kafka_migration.stages import skip_unless_selected
 
@@ -231,6 +232,7 @@ class SwitchGroupOperator(MigrationOperator):
 
     stage = "switch_groups"
     template_fields = ("plan_path", "group", "fence")
+    operator_extra_links = (SwitchReportLink(),)
 
     def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -261,6 +263,7 @@ class SwitchProducersOperator(MigrationOperator):
 
     stage = "switch_producers"
     template_fields = ("plan_path", "topic")
+    operator_extra_links = (SwitchReportLink(),)
 
     def __init__(self, *, topic: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)

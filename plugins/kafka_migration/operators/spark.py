@@ -14,6 +14,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from kafka_migration.cockpit.links import ValidationReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook
 from kafka_migration.stages import skip_unless_selected
 
@@ -22,6 +23,7 @@ SPARK_JOBS = Path(__file__).resolve().parents[3] / "spark_jobs"
 
 class MigrationSparkSubmitOperator(SparkSubmitOperator):
     template_fields = (*SparkSubmitOperator.template_fields, "plan_path")
+    operator_extra_links = (ValidationReportLink(),)
 
     def __init__(self, *, job: str, plan_path: str, stage: str, job_args: list[str] | None = None,
                  **kwargs: Any) -> None:
