@@ -285,6 +285,23 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path) -> KafkaCluster
     return cluster
 
 
+def restart_cluster(cluster: KafkaCluster) -> KafkaCluster:
+    """Start a stopped cluster again on its own files and ports (an outage ending); return once it serves."""
+    if cluster.is_running():
+        return cluster
+    home = Path(cluster.home)
+    lib = resolve(kafka_jar_set())
+    with open(cluster.log_file, "ab") as log_out:
+        process = subprocess.Popen(
+            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home),
+            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    cluster.pid = process.pid
+    cluster.save()
+    _wait_until_serving(cluster, process)
+    return cluster
+
+
 def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes]) -> None:
     from confluent_kafka.admin import AdminClient
 

@@ -104,6 +104,7 @@ class Replicator:
         self._target_topic: dict[str, str] = {}
         self._record_limits: dict[str, int] = {}  # target topic -> its max.message.bytes
         self._batch_cap = 1 << 30  # the producer's batch.size: at most every written topic's limit
+        self._outages: dict[str, tuple[float, str]] = {}  # cluster alias -> (since, as a time of day)
         self._transactions_started = False  # exactly-once: init_transactions done, a transaction open
         self._stop = threading.Event()
         self._consumer: Consumer | None = None
@@ -151,6 +152,7 @@ class Replicator:
             # Bytes fetched per partition, for the status, at no cost to the copy loop.
             "statistics.interval.ms": max(1000, int(engine.status_interval_s * 1000)),
             "stats_cb": self._on_consumer_stats,
+            "error_cb": self._on_source_error,
         }
         if self.group_mode:
             consumer_config.update({
@@ -625,7 +627,8 @@ class Replicator:
                     raw += header_size_bound(headers)
                 if raw <= state.raw_budget or not self._refuse_if_too_large(state, offset, key, value, headers):
                     boundary = run_start or offset != state.produced_next
-                    callback = state.callback(offset, boundary) if boundary or run_ends else None
+                    callback = state.callback(offset, boundary, state.records_produced + run_length + 1) \
+                        if boundary or run_ends else None
                     try:
                         # All positional (topic, value, key, partition, callback, on_delivery, timestamp, headers):
                         # keyword arguments cost a string lookup each, per record.
@@ -643,7 +646,7 @@ class Replicator:
                                                                f"the record at offset {offset}: {error.args[0].str()}")
                 run_start = False
             if run_ends:
-                state.records_copied += run_length
+                state.records_produced += run_length
                 state = None
         self._producer.poll(0)  # type: ignore[union-attr]
 
@@ -676,6 +679,7 @@ class Replicator:
         if not self.fatal and not state.failed and state.callbacks_pending == 0 and state.acked_next >= 0:
             tail = state.produced_next - state.acked_next
             if tail > 0 and state.delta is not None:
+                state.records_copied += tail
                 state.acked_next = state.produced_next
                 state.target_position += tail
                 state.acked_source, state.acked_target = state.produced_next - 1, state.target_position - 1
@@ -696,8 +700,38 @@ class Replicator:
         if error.fatal():
             self.fatal = f"the target producer hit a fatal error (nothing after the last acknowledged record counts " \
                          f"as copied): {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._outage_began(self.plan.target.alias, self.target_config)
         else:
-            log.debug("client: %s", error.str())
+            log.debug("target client: %s", error.str())
+
+    def _on_source_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = f"source consumer: {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._outage_began(self.plan.source.alias, self.source_config)
+        else:
+            log.debug("source client: %s", error.str())
+
+    def _outage_began(self, alias: str, config: dict[str, str]) -> None:
+        """One line per outage, when every broker of a cluster is down (librdkafka's own lines repeat)."""
+        if alias in self._outages:
+            return
+        self._outages[alias] = (time.monotonic(), datetime.now().astimezone().strftime("%H:%M:%S"))
+        log.warning("cluster '%s' (%s) does not answer since %s: all its brokers are down; copying waits and goes "
+                    "on by itself when it answers", alias, config.get("bootstrap.servers"), self._outages[alias][1])
+
+    def _check_outages(self) -> None:
+        """A cluster that was down answers again: say so once, with how long it was away."""
+        for alias in list(self._outages):
+            client = self._producer if alias == self.plan.target.alias else self._consumer
+            try:
+                client.list_topics(timeout=0.5)  # type: ignore[union-attr]
+            except KafkaException:
+                continue
+            began, since = self._outages.pop(alias)
+            log.warning("cluster '%s' answers again (it did not from %s, %.0f s)", alias, since,
+                        time.monotonic() - began)
 
     # ------------------------------------------------------------------ side records
     def _send_sync(self, state: PartitionState, source: int, target: int) -> None:
@@ -839,6 +873,8 @@ class Replicator:
                     self._log_progress(now - started)
                     timers["log"] = now
                 if now - timers["control"] >= 1.0:
+                    if self._outages:
+                        self._check_outages()
                     changes = self._control.poll()
                     if changes.flow_state:
                         self._apply_flow_state(changes.flow_state)

@@ -50,7 +50,8 @@ class PartitionState:
     last_synced_source: int = -1  # the record of the last offset-sync sent
     stored_position: int = -1  # the position last written to the progress topic
     logged_position: int = -1  # the position in the last periodic progress log
-    records_copied: int = 0
+    records_produced: int = 0  # records handed to the producer (counted per run)
+    records_copied: int = 0  # records the target acknowledged: what logs, status and summary report
     latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
     record_age_ms: int = -1  # at the same record: the time it was handed to the producer minus its timestamp
     last_timestamp_ms: int = -1  # the timestamp of that record
@@ -67,8 +68,9 @@ class PartitionState:
         # Records within this raw size (key + value + a bound of the headers) fit the target topic for sure.
         self.raw_budget = raw_size_budget(self.max_batch_bytes)
 
-    def callback(self, source: int, boundary: bool) -> Callable[[Any, Any], None]:
-        """The delivery callback of a record that carries one (see the class docstring)."""
+    def callback(self, source: int, boundary: bool, produced: int) -> Callable[[Any, Any], None]:
+        """The delivery callback of a record that carries one (see the class docstring); `produced` counts the
+        partition's records handed to the producer up to this one: once it is acknowledged, so are they."""
         self.callbacks_pending += 1
         handed_ms = int(time.time() * 1000)
 
@@ -85,6 +87,7 @@ class PartitionState:
             self.record_age_ms = handed_ms - timestamp
             self.last_timestamp_ms = timestamp
             self.acked_next = source + 1
+            self.records_copied = max(self.records_copied, produced)
             self.acked_source, self.acked_target = source, target
             self.target_position = target + 1
             if target - source != self.delta:
