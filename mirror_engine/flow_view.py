@@ -11,9 +11,11 @@ import time
 from typing import Any
 
 from mirror_engine.flow_watch import FlowWatch
+from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.reports import ReportStore
-from mirror_engine.status import flow_problems
+from mirror_engine.status import flow_problems, is_live
+from mirror_engine.topic_tail import TopicTail
 
 HISTORY_S = 3600  # the charts' window
 BUCKET_S = 10  # one chart point per this many seconds
@@ -33,11 +35,24 @@ class FlowView:
         self.plan = plan
         self.watch = FlowWatch(plan, source_config, target_config, status_window_s=HISTORY_S)
         self.reports = ReportStore(plan, target_config)
+        self._checkpoints = TopicTail(target_config, self.watch.mapping.topics.checkpoints,
+                                      "mirror-engine-checkpoints-reader")
+        self._checkpointed: dict[str, dict[tuple[str, int], int]] = {}  # group -> {(topic, p): record time ms}
         self._snapshot: tuple[float, dict[str, Any]] | None = None
 
     def close(self) -> None:
         self.watch.close()
         self.reports.close()
+        self._checkpoints.close()
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        """Per group with MM2-format checkpoints on the target: partitions checkpointed and the newest one's time."""
+        for message in self._checkpoints.read_new():
+            checkpoint = Checkpoint.from_record(message.key(), message.value())
+            self._checkpointed.setdefault(checkpoint.group, {})[(checkpoint.topic, checkpoint.partition)] = \
+                message.timestamp()[1]
+        return [{"group": group, "partitions": len(times), "newest_ms": max(times.values()),
+                 "oldest_ms": min(times.values())} for group, times in sorted(self._checkpointed.items())]
 
     def snapshot(self) -> dict[str, Any]:
         """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history."""
@@ -48,7 +63,7 @@ class FlowView:
         ends = watch.planned_partitions()
         lag = watch.lag(ends)
         statuses = watch.statuses.poll()
-        live = watch.live_statuses()
+        live = [status for status in statuses if is_live(status)]
         reported = {(part["topic"], part["partition"]): part for status in live for part in status["partitions"]}
         partitions = []
         for (topic, partition), end in sorted(ends.items()):
@@ -85,6 +100,7 @@ class FlowView:
                           for topic, snapshot in sorted(watch.control.backfills.items())
                           for p, (b, _start) in sorted(snapshot.partitions.items())],
             "history": self._history(),
+            "checkpoints": self.checkpoints(),
             "at_ms": int(time.time() * 1000),
         }
         self._snapshot = (time.monotonic(), snapshot)

@@ -13,13 +13,12 @@ import json
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka import Producer
 
 from mirror_engine.clusters import admin_client
 from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.topics import list_offsets
+from mirror_engine.topic_tail import TopicTail
 
 REPORT_KINDS = ("validation", "group-switch", "producer-switch")
 MAX_REPORT_BYTES = 512 * 1024
@@ -52,8 +51,7 @@ class ReportStore:
         self.topic = self.topics.reports
         self.target_config = target_config
         self.latest: dict[str, dict[str, Any]] = {}  # key -> stored record, tombstoned keys removed
-        self._consumer: Consumer | None = None
-        self._read_up_to = 0
+        self._tail = TopicTail(target_config, self.topic, "mirror-engine-reports-reader")
 
     def put(self, kind: str, name: str, report: dict[str, Any]) -> str:
         """Store a report (replacing one of the same kind and name); returns its key."""
@@ -82,36 +80,13 @@ class ReportStore:
         """The stored records of a kind, newest first."""
         return sorted(self.read(kind).values(), key=lambda record: -record["stored_ms"])
 
-    def _read_new(self, timeout_s: float = 30.0) -> None:
-        admin = admin_client(self.target_config)
-        if self.topic not in admin.list_topics(timeout=15).topics:
-            return
-        end = list_offsets(admin, [TopicPartition(self.topic, 0)], OffsetSpec.latest())[(self.topic, 0)]
-        if self._read_up_to >= end:
-            return
-        if self._consumer is None:
-            self._consumer = Consumer({**self.target_config, "group.id": "mirror-engine-reports-reader",
-                                       "enable.auto.commit": False, "enable.partition.eof": True})
-            self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
-        while self._read_up_to < end:
-            for message in self._consumer.consume(1000, timeout=0.2):
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"reading {self.topic}: {error.str()}")
-                    self._read_up_to = max(self._read_up_to, message.offset())
-                    continue
-                self._read_up_to = message.offset() + 1
-                key = (message.key() or b"").decode()
-                if message.value() is None:
-                    self.latest.pop(key, None)
-                else:
-                    self.latest[key] = json.loads(message.value())
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {self.topic} stopped short of its end after {timeout_s:.0f} s")
+    def _read_new(self) -> None:
+        for message in self._tail.read_new():
+            key = (message.key() or b"").decode()
+            if message.value() is None:
+                self.latest.pop(key, None)
+            else:
+                self.latest[key] = json.loads(message.value())
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        self._tail.close()

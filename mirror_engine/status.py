@@ -14,7 +14,7 @@ import json
 import time
 from collections import deque
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.clusters import admin_client
@@ -74,28 +74,31 @@ class WorkerStatusFeed:
         self._consumer = Consumer({**target_config, "group.id": "mirror-engine-status-reader",
                                    "enable.auto.commit": False, "enable.partition.eof": True})
         self._assigned = False
+        self._position = 0  # the next offset to read
 
     def poll(self, timeout_s: float = 10.0) -> list[dict]:
         """Read what was written since the last call; the latest status per worker, by worker id."""
         if not self._assigned and not self._assign():
             return []
+        tp = TopicPartition(self.topic, 0)
+        end = list_offsets(self._admin, [tp], OffsetSpec.latest())[(self.topic, 0)]
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            batch = self._consumer.consume(1000, timeout=0.2)
-            at_end = False
-            for message in batch:
+        # Consume only up to the end seen now: waiting for an end-of-partition event that was already
+        # delivered would cost the whole consume timeout on every poll.
+        while self._position < end and time.monotonic() < deadline:
+            for message in self._consumer.consume(1000, timeout=0.2):
                 error = message.error()
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:
                         raise RuntimeError(f"reading {self.topic}: {error.str()}")
-                    at_end = True
-                elif message.value() is not None:
+                    self._position = max(self._position, message.offset())
+                    continue
+                self._position = message.offset() + 1
+                if message.value() is not None:
                     status = json.loads(message.value())
                     self.latest[status["worker"]] = status
                     self.history.append((status["updated_ms"], status["worker"], status["lag"],
                                          status["records_per_s"]))
-            if at_end or not batch:
-                break
         horizon = int((time.time() - self.window_s) * 1000)
         while self.history and self.history[0][0] < horizon:
             self.history.popleft()
@@ -107,7 +110,10 @@ class WorkerStatusFeed:
         tp = TopicPartition(self.topic, 0)
         since = list_offsets(self._admin, [tp], OffsetSpec.for_timestamp(int((time.time() - self.window_s) * 1000)))
         start = since[(self.topic, 0)]
-        self._consumer.assign([TopicPartition(self.topic, 0, start if start >= 0 else OFFSET_END)])
+        if start < 0:  # nothing written within the window: start at the end
+            start = list_offsets(self._admin, [tp], OffsetSpec.latest())[(self.topic, 0)]
+        self._consumer.assign([TopicPartition(self.topic, 0, start)])
+        self._position = start
         self._assigned = True
         return True
 

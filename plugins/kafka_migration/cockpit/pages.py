@@ -143,6 +143,14 @@ def backfills_table(snapshot: dict[str, Any]) -> str:
                  empty="no partition held for a backfill")
 
 
+def checkpoints_table(snapshot: dict[str, Any]) -> str:
+    now_ms = snapshot["at_ms"]
+    rows = [[esc(c["group"]), count(c["partitions"]), f"<span data-ms='{c['newest_ms']}'></span>",
+             duration((now_ms - c["oldest_ms"]) / 1000)] for c in snapshot["checkpoints"]]
+    return table(["group", "partitions", "newest checkpoint", "oldest partition's checkpoint age"], rows,
+                 numeric={1}, empty="no checkpoints written yet")
+
+
 def history_chart(history: list[dict[str, float]], width: int = 720, height: int = 180) -> str:
     """Lag (records, left axis, solid) and copy rate (records/s, right axis, dashed) over the last hour."""
     if len(history) < 2:
@@ -172,7 +180,8 @@ def history_chart(history: list[dict[str, float]], width: int = 720, height: int
 def migration_parts(snapshot: dict[str, Any]) -> dict[str, str]:
     """The parts of the migration page that refresh by themselves (element id -> HTML)."""
     return {"totals": totals_cards(snapshot), "chart": history_chart(snapshot["history"]),
-            "partitions": partitions_table(snapshot), "backfills": backfills_table(snapshot)}
+            "partitions": partitions_table(snapshot), "backfills": backfills_table(snapshot),
+            "checkpoints": checkpoints_table(snapshot)}
 
 
 def migration_page(snapshot: dict[str, Any], prefix: str) -> str:
@@ -180,10 +189,12 @@ def migration_page(snapshot: dict[str, Any], prefix: str) -> str:
     body = (f"<p>{esc(snapshot['source'])} → {esc(snapshot['target'])}</p><div id='totals'>{parts['totals']}</div>"
             f"<h2>Lag and copy rate, last hour</h2><div id='chart'>{parts['chart']}</div>"
             f"<h2>Partitions (stopped first)</h2><div id='partitions'>{parts['partitions']}</div>"
-            f"<h2>Backfill</h2><div id='backfills'>{parts['backfills']}</div>")
+            f"<h2>Backfill</h2><div id='backfills'>{parts['backfills']}</div>"
+            f"<h2>Checkpoints (MirrorMaker 2 format)</h2><div id='checkpoints'>{parts['checkpoints']}</div>")
     api = f"{prefix}api/plans/{snapshot['plan']}/parts"
     return page(f"Migration {snapshot['plan']}", body, nav=plan_nav(snapshot["plan"], prefix),
-                script=f"refresh({json.dumps(api)}, ['totals', 'chart', 'partitions', 'backfills'], 3000);")
+                script=f"refresh({json.dumps(api)}, ['totals', 'chart', 'partitions', 'backfills', 'checkpoints'], "
+                       "3000);")
 
 
 # ------------------------------------------------------------------ cutover
