@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mirror_engine.acls import Acl, group_fence, read_acls
 from mirror_engine.flow_watch import FlowWatch
 from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.plan import MigrationPlan
@@ -120,12 +121,13 @@ class FlowView:
         groups = {record["name"]: record for record in self.reports.newest("group-switch")}
         producer_reports = {record["name"]: record for record in self.reports.newest("producer-switch")}
         self.watch.refresh()
+        fences = self._source_fences()
         rows = []
         for group in sorted(set(self.plan.cutover.groups) | set(groups)):
             record = groups.get(group)
             report = record["report"] if record else None
             if report is None:
-                state = "not started"
+                state = "fenced on the source, not switched yet" if group_fence(group) in fences else "not started"
             elif report["direction"].startswith(f"{self.plan.target.alias}->"):
                 state = "rolled back"
             else:
@@ -137,6 +139,13 @@ class FlowView:
                    "report": producer_reports[topic]["report"] if topic in producer_reports else None}
                   for topic in sorted(switched | set(producer_reports))]
         return {"plan": self.plan.name, "groups": rows, "topics": topics}
+
+    def _source_fences(self) -> frozenset[Acl]:
+        """The source's ACLs, to see fences; none where the source has no authorizer or hides its ACLs."""
+        try:
+            return read_acls(self.watch.source_admin) or frozenset()
+        except Exception:  # the page shows the rest; a fence it cannot see shows as "not started"
+            return frozenset()
 
     def validations(self) -> list[dict[str, Any]]:
         """The plan's stored validation reports, newest first."""

@@ -48,3 +48,22 @@ def test_bounded_keeps_a_small_report_as_it_is():
     assert bounded(report) is report
     with pytest.raises(ValueError, match="report kind"):
         ReportStore.put(ReportStore.__new__(ReportStore), "nonsense", "x", {})
+
+
+def test_the_cockpit_sees_a_group_fenced_on_the_source_before_its_switch(secured_pair, kafka_pair, unique_name):
+    from mirror_engine.flow_view import FlowView
+    from mirror_engine.switch import GroupSwitcher
+
+    for (source, target), fenced in ((secured_pair, True), (kafka_pair, False)):
+        group = f"{unique_name}-app"
+        plan = make_plan(source, target, unique_name, name=f"fence{unique_name[-8:]}", cutover={"groups": [group]})
+        if fenced:
+            GroupSwitcher(plan, source.client_config(), target.client_config()).fence(group)
+        view = FlowView(plan, source.client_config(), target.client_config())
+        try:
+            row = next(row for row in view.cutover()["groups"] if row["group"] == group)
+        finally:
+            view.close()
+        # A cluster without an authorizer has no fences: the group simply has not started.
+        assert row["state"] == ("fenced on the source, not switched yet" if fenced else "not started"), row
+        assert row["report"] is None
