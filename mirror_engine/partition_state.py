@@ -58,6 +58,8 @@ class PartitionState:
     raw_budget: int = field(init=False, default=0)  # set from max_batch_bytes (see __post_init__)
     failed: str = ""  # why copying this partition stopped, if it did
     failed_at: int = FAR  # the source offset of the record that could not be copied
+    reconciled_records: int = 0  # records found on the target past the stored progress, counted as copied
+    reconcile_fallback: str = ""  # why those records were not counted (copying went on from the stored progress)
     # Set by the engine: called with (state, source, target) when (target - source) changes,
     # and with (state, reason, offset) when the partition must stop.
     on_new_delta: Callable[[PartitionState, int, int], None] | None = None

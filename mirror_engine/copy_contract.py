@@ -1,0 +1,88 @@
+"""The copy contract: how every writer of a flow's target partitions writes them (the engine and the Spark backfill).
+
+- The target producer is idempotent with `acks=all`; outside transactions it also has the gapless
+  guarantee, so a failed record is fatal to the producer instead of leaving a hole: an acknowledged
+  record proves every earlier record of its partition was written, in order.
+- Its queue is bounded in messages and in bytes, so a writer far behind the source stays small.
+- A record is produced to the same partition number with its key, value, headers and timestamp; when
+  the local queue is full the writer serves deliveries until the record fits (never drops it).
+- An offset-sync is written at every change of (target offset - source offset) (`SyncOnDelta`).
+- The records on the target past a stored target position are the copies of the next source records
+  past the stored source position: a writer resuming a range counts them as copied (the engine checks
+  them by `fingerprint` first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from confluent_kafka import Producer
+
+# The producer's queue: at most this many records and this many KiB of payload wait for the target.
+# Both bounds count: librdkafka's byte bound counts payloads only, not its own few hundred bytes per
+# message, so small records are bounded by their number.
+QUEUE_MAX_MESSAGES = 100_000
+QUEUE_MAX_KBYTES = 64 * 1024
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+def target_producer_settings(target_config: dict[str, str], *, linger_ms: int, compression: str,
+                             batch_bytes: int, transactional_id: str | None = None,
+                             transaction_timeout_s: float = 60.0) -> dict[str, Any]:
+    """The settings of a producer writing a flow's target partitions (see the module docstring)."""
+    settings: dict[str, Any] = {
+        **target_config,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": linger_ms,
+        "batch.size": max(1, batch_bytes),
+        "compression.type": compression,
+        "queue.buffering.max.messages": QUEUE_MAX_MESSAGES,
+        "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,
+    }
+    if transactional_id is not None:
+        settings["transactional.id"] = transactional_id
+        settings["transaction.timeout.ms"] = int(transaction_timeout_s * 1000)
+    else:
+        settings["enable.gapless.guarantee"] = True
+    return settings
+
+
+def produce_when_room(producer: Producer, topic: str, value: bytes | None, key: bytes | None, partition: int,
+                      on_delivery: Callable[[Any, Any], None] | None, timestamp: int, headers: Headers) -> None:
+    """Produce one record, serving deliveries while the local queue is full (the record is never dropped)."""
+    while True:
+        try:
+            producer.produce(topic, value, key, partition, on_delivery, None, timestamp, headers)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+class SyncOnDelta:
+    """When to write an offset-sync: at the first record and wherever (target - source) changes."""
+
+    def __init__(self) -> None:
+        self.delta: int | None = None
+
+    def due(self, source: int, target: int) -> bool:
+        if target - source == self.delta:
+            return False
+        self.delta = target - source
+        return True
+
+
+def fingerprint(key: bytes | None, value: bytes | None, headers: Headers, timestamp: int) -> bytes:
+    """What identifies a copied record: its key, value, headers and timestamp (as the validation compares them)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (key, value):
+        digest.update(b"-" if part is None else b"+%d:" % len(part) + part)
+    for name, header_value in headers or ():
+        encoded = name.encode()
+        digest.update(b"h%d:" % len(encoded) + encoded)
+        digest.update(b"-" if header_value is None else b"+%d:" % len(header_value) + header_value)
+    digest.update(b"t%d" % timestamp)
+    return digest.digest()

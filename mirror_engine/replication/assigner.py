@@ -1,0 +1,282 @@
+"""The partition assigner: which partitions the engine copies and where each starts.
+
+A partition with stored progress starts there (after reconciling the target's tail, see `reconcile`),
+unless the source lost records before it (a gap: the partition stops, loudly, unless the plan allows
+gaps). One without progress starts at the plan's start, or at its beginning when it appeared after the
+engine started. New partitions of the plan's backfill topics are held while Spark copies their history.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from confluent_kafka import TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from mirror_engine.control import ControlChannel
+from mirror_engine.partition_state import FAR, PartitionState
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.progress import PartitionProgress, load_progress
+from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
+from mirror_engine.replication.copier import RecordCopier
+from mirror_engine.replication.delivery import DeliveryMode
+from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
+from mirror_engine.replication.side_records import SideRecordWriter
+from mirror_engine.topics import describe_topic_configs, list_offsets
+
+log = logging.getLogger("mirror_engine.engine")
+
+TopicPartitionKey = tuple[str, int]
+
+
+class PartitionAssigner:
+    def __init__(self, plan: MigrationPlan, clients: EngineClients, states: dict[TopicPartitionKey, PartitionState],
+                 control: ControlChannel, side: SideRecordWriter, copier: RecordCopier, delivery: DeliveryMode,
+                 faults: Faults, lower_batch_cap: Callable[[int, str], None]) -> None:
+        self.plan = plan
+        self.clients = clients
+        self.states = states
+        self.control = control
+        self.side = side
+        self.copier = copier
+        self.delivery = delivery
+        self.faults = faults
+        self.lower_batch_cap = lower_batch_cap
+        self.policy = plan.policy()
+        self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
+        self.source_topics: list[str] = []
+        self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
+        self.target_topic: dict[str, str] = {}
+        self.paused = False  # new partitions are assigned paused while the flow is
+
+    def plan_partitions(self) -> set[TopicPartitionKey]:
+        """Every source partition of the plan's topics, as the source shows them now."""
+        metadata = self.clients.source_admin.list_topics(timeout=15).topics
+        return {(topic, p) for topic in self.source_topics if topic in metadata for p in metadata[topic].partitions}
+
+    def reload_progress(self, keys: list[TopicPartitionKey] | None = None, topics: set[str] | None = None) -> None:
+        """Read the stored progress of these partitions (or of these topics) again: another worker, or the
+        backfill, may have moved it."""
+        latest = load_progress(self.clients.target_config, self.side.topics.progress)
+        for key in keys if keys is not None else [key for key in latest if key[0] in (topics or ())]:
+            if key in latest:
+                self.stored[key] = latest[key]
+            else:
+                self.stored.pop(key, None)
+
+    def assign_new(self, offered: list[TopicPartitionKey] | None = None) -> None:
+        """Start copying partitions: alone, every partition of the plan not copied yet; as a worker, the
+        partitions the group just `offered`, which must all be assigned (those that cannot be copied paused)."""
+        if offered is None:
+            wanted = {key for key in self.plan_partitions() if key[0] not in self.control.switched_topics}
+            new = sorted(wanted - set(self.states))
+            held = self.hold_for_backfill(new)
+            new = [key for key in new if key not in held]
+        else:  # the subscription leaves out switched topics and those waiting for their backfill
+            new = sorted(set(offered) - set(self.states))
+        if not new:
+            return
+        source_admin, target_admin = self.clients.source_admin, self.clients.target_admin
+        topics = sorted({topic for topic, _ in new})
+        self.describe_targets(topics)
+        ids = _topic_ids(source_admin, topics)
+        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest())
+        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest())
+        target_ends = list_offsets(
+            target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest()
+        )
+        self.producer_knows(new)
+        starts = self._fresh_starts([key for key in new if key not in self.stored])
+        gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
+        reconciled = self._reconcile([key for key in new if not gaps[key]], target_ends)
+        assignment, stopped = [], []
+        for topic, partition in new:
+            key = (topic, partition)
+            progress = self.stored.get(key)
+            target_end = target_ends[(self.target_topic[topic], partition)]
+            position = progress.position if progress else starts[key]
+            state = PartitionState(topic, partition, self.target_topic[topic], position, ids.get(topic, ""),
+                                   self.clients.record_limits.get(self.target_topic[topic], FAR))
+            state.on_new_delta, state.on_failure = self.side.send_sync, self.copier.fail_partition
+            state.target_position = progress.target_position if progress and progress.target_position >= 0 \
+                else target_end
+            self.states[key] = state
+            outcome = reconciled.get(key)
+            if isinstance(outcome, Reconciled):
+                position = self._go_on_after(state, outcome)
+            elif outcome is not None:
+                state.reconcile_fallback = outcome
+            if gaps[key]:
+                if not self.plan.engine.allow_gaps:
+                    state.failed = self.faults.last_error = f"{topic}[{partition}]: {gaps[key]}"
+                    log.error("%s", state.failed)
+                    if offered is not None:  # the group gave it to this worker: hold it, paused
+                        stopped.append(TopicPartition(topic, partition, position))
+                    continue
+                log.warning("%s[%d]: %s; skipping it because engine.allow_gaps is set", topic, partition, gaps[key])
+                state.start_position = state.produced_next = state.acked_next = earliest[key]
+                position = earliest[key]
+            assignment.append(TopicPartition(topic, partition, position))
+        consumer = self.clients.consumer
+        if assignment or stopped:
+            consumer.incremental_assign(assignment + stopped)
+            if stopped:
+                consumer.pause(stopped)
+            if self.paused and assignment:
+                consumer.pause(assignment)
+            log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
+        self.side.write_progress(force=True)
+
+    def _fresh_starts(self, fresh: list[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """Partitions without stored progress start at the plan's start, or at their beginning when they
+        appeared after this engine started (a new topic or added partitions: all their records are new)."""
+        groups: dict[tuple[str, bool], list[int]] = {}
+        for topic, partition in fresh:
+            groups.setdefault((topic, (topic, partition) not in self.initial_partitions), []).append(partition)
+        return {
+            (topic, p): offset
+            for (topic, discovered), partitions in groups.items()
+            for p, offset in self._start_offset(topic, partitions, discovered).items()
+        }
+
+    def _start_offset(self, topic: str, partitions: list[int], discovered: bool) -> dict[int, int]:
+        """Where a partition with no stored progress starts: the plan's start, or earliest for a new topic."""
+        admin = self.clients.source_admin
+        start = "earliest" if discovered else self.plan.engine.start_from
+        tps = [TopicPartition(topic, p) for p in partitions]
+        if start == "earliest":
+            offsets = list_offsets(admin, tps, OffsetSpec.earliest())
+        elif start == "latest":
+            offsets = list_offsets(admin, tps, OffsetSpec.latest())
+        else:
+            millis = int(datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000)
+            offsets = list_offsets(admin, tps, OffsetSpec.for_timestamp(millis))
+            latest = list_offsets(admin, tps, OffsetSpec.latest())
+            offsets = {k: (v if v >= 0 else latest[k]) for k, v in offsets.items()}
+        return {p: offsets[(topic, p)] for p in partitions}
+
+    def _reconcile(self, keys: list[TopicPartitionKey], target_ends: dict[TopicPartitionKey, int]
+                   ) -> dict[TopicPartitionKey, Reconciled | str]:
+        """The target's tails past the stored progress of these partitions, counted as copied where they are."""
+        if not self.delivery.reconciles_target:
+            return {}
+        tails = []
+        for topic, partition in keys:
+            progress = self.stored.get((topic, partition))
+            target_end = target_ends[(self.target_topic[topic], partition)]
+            if progress is not None and 0 <= progress.target_position < target_end:
+                tails.append(TargetTail(topic, partition, self.target_topic[topic], progress.position,
+                                        progress.target_position, target_end))
+        if not tails:
+            return {}
+        started = time.monotonic()
+        results = reconcile_tails(self.clients.source_config, self.clients.target_config, tails)
+        counted = sum(r.records for r in results.values() if isinstance(r, Reconciled))
+        log.info("%d record(s) on the target past the stored progress of %d partition(s) counted as copied in "
+                 "%.2f s", counted, len(tails), time.monotonic() - started)
+        for (topic, partition), outcome in sorted(results.items()):
+            if isinstance(outcome, str):
+                log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
+                            "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
+        return results
+
+    def _go_on_after(self, state: PartitionState, reconciled: Reconciled) -> int:
+        """Count a reconciled tail as copied: copying goes on after its last record, its offset-syncs written."""
+        state.start_position = state.produced_next = state.acked_next = reconciled.position
+        state.target_position = reconciled.target_position
+        state.acked_source, state.acked_target = reconciled.last_source, reconciled.target_position - 1
+        state.delta = state.acked_target - state.acked_source
+        state.reconciled_records = reconciled.records
+        for source, target in reconciled.syncs:
+            self.side.send_sync(state, source, target)
+        return reconciled.position
+
+    def hold_for_backfill(self, new: list[TopicPartitionKey]) -> set[TopicPartitionKey]:
+        """New partitions of the plan's backfill topics wait while Spark copies their history.
+
+        The first time the flow meets such a topic it records, in the control topic, each partition's
+        source end B and target end; the backfill copies [earliest, B), stores the partitions' progress
+        at B and marks the topic done, after which they are copied from B like any other partition.
+        """
+        fresh: dict[str, list[int]] = {}
+        for topic, partition in new:
+            snapshot = self.control.backfills.get(topic)
+            if (topic, partition) not in self.stored and self.plan.backfills_topic(topic) and \
+                    (snapshot is None or snapshot.state != "done"):
+                fresh.setdefault(topic, []).append(partition)
+        held: set[TopicPartitionKey] = set()
+        for topic, partitions in fresh.items():
+            snapshot = self.control.backfills.get(topic)
+            missing = [p for p in partitions if snapshot is None or p not in snapshot.partitions]
+            if missing:
+                self.describe_targets([topic])
+                target = self.target_topic[topic]
+                ends = list_offsets(self.clients.source_admin, [TopicPartition(topic, p) for p in missing],
+                                    OffsetSpec.latest())
+                target_ends = list_offsets(self.clients.target_admin, [TopicPartition(target, p) for p in missing],
+                                           OffsetSpec.latest())
+                recorded = dict(snapshot.partitions) if snapshot else {}
+                recorded.update({p: (ends[(topic, p)], target_ends[(target, p)]) for p in missing})
+                self.control.hold_for_backfill(topic, recorded)
+                log.info("holding %d partition(s) of %s for the Spark backfill of its history up to %s", len(missing),
+                         topic, {p: recorded[p][0] for p in sorted(missing)})
+            held.update((topic, p) for p in partitions)
+        return held
+
+    def describe_targets(self, topics: list[str]) -> None:
+        """Learn the target topics' record limits (lowering the producer's batches to fit) and timestamp types."""
+        for topic in topics:
+            self.target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
+        targets = [self.target_topic[t] for t in topics]
+        for target, entries in describe_topic_configs(self.clients.target_admin, targets).items():
+            configs = {entry.name: entry.value for entry in entries}
+            limit = int(configs.get("max.message.bytes") or DEFAULT_MAX_MESSAGE_BYTES)
+            self.clients.record_limits[target] = limit
+            if limit < self.clients.batch_cap:
+                self.lower_batch_cap(limit, target)
+            if configs.get("message.timestamp.type") == "LogAppendTime":
+                log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
+                            "by the target broker's time", target)
+
+    def producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
+        """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
+        cache does not hold fails at once, and the cache of a topic that just grew may be minutes old)."""
+        deadline = time.monotonic() + timeout_s
+        for topic in sorted({topic for topic, _ in partitions}):
+            target = self.target_topic[topic]
+            needed = 1 + max(p for t, p in partitions if t == topic)
+            while True:
+                metadata = self.clients.producer.list_topics(target, timeout=timeout_s).topics.get(target)
+                if metadata is not None and len(metadata.partitions) >= needed:
+                    break
+                if time.monotonic() > deadline:
+                    raise EngineError(f"the target does not show {needed} partitions of {target} after "
+                                      f"{timeout_s:.0f} s")
+                time.sleep(0.2)
+
+
+def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, latest: int) -> str:
+    """Why copying cannot go on from the stored progress without losing records ("" when it can)."""
+    if progress is None:
+        return ""
+    if progress.topic_id and topic_id and progress.topic_id != topic_id:
+        return (f"the source topic was deleted and recreated (topic id {progress.topic_id} -> {topic_id}): "
+                "its old records were not all copied and the new ones would mix with them")
+    if latest < progress.position:
+        return (f"the source partition ends at {latest}, before the copied position {progress.position}: "
+                "it was truncated or recreated")
+    if earliest > progress.position:
+        return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
+                "they were copied")
+    return ""
+
+
+def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
+    if not topics:
+        return {}
+    futures = admin.describe_topics(TopicCollection(topics), request_timeout=15)
+    return {name: str(future.result().topic_id) for name, future in futures.items()}

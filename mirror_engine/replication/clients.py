@@ -1,0 +1,116 @@
+"""The engine's Kafka clients, built complete in one place.
+
+The source consumer reads committed records only, never resets a position silently, and keeps a small
+prefetch (bounded in messages and bytes, so a flow far behind the source does not make the process
+grow). The target producer follows the copy contract (`mirror_engine.copy_contract`); its batches are
+capped at the smallest `max.message.bytes` of the topics it writes, and it is rebuilt when a topic with
+a lower limit joins the flow.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+
+from mirror_engine.clusters import admin_client, describe_cluster
+from mirror_engine.copy_contract import target_producer_settings
+from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.topics import describe_topic_configs
+
+log = logging.getLogger("mirror_engine.engine")
+
+# The consumer's prefetch per partition and in all: enough to keep the copy busy, little enough that
+# a backlog of small records (where librdkafka's per-message overhead dwarfs the payload) stays small.
+PREFETCH_MIN_MESSAGES = 20_000
+PREFETCH_MAX_KBYTES = 32 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+
+
+@dataclass
+class ClientCallbacks:
+    """Where the clients report: errors of each side and the consumer's statistics."""
+
+    on_source_error: Callable[[KafkaError], None]
+    on_target_error: Callable[[KafkaError], None]
+    on_consumer_stats: Callable[[str], None]
+
+
+@dataclass
+class EngineClients:
+    plan: MigrationPlan
+    source_config: dict[str, str]
+    target_config: dict[str, str]
+    source_admin: AdminClient
+    target_admin: AdminClient
+    consumer: Consumer
+    producer: Producer
+    producer_settings: dict[str, Any]
+    batch_cap: int  # the producer's batch.size
+    record_limits: dict[str, int] = field(default_factory=dict)  # target topic -> its max.message.bytes
+
+    @classmethod
+    def connect(cls, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
+                group_id: str, membership_settings: dict[str, Any], transactional_id: str | None,
+                callbacks: ClientCallbacks) -> EngineClients:
+        """Check both clusters answer, make sure the flow's internal topics exist, and build every client."""
+        describe_cluster(plan.source.alias, source_config)
+        describe_cluster(plan.target.alias, target_config)
+        source_admin, target_admin = admin_client(source_config), admin_client(target_config)
+        topics = InternalTopics.for_plan(plan)
+        ensure_internal_topics(target_admin, topics)
+        engine = plan.engine
+        # The internal topics' limits bound the batches of offset-syncs, progress and status records.
+        internal = [topics.offset_syncs, topics.progress, topics.status, topics.heartbeats]
+        batch_cap = min([engine.producer_batch_bytes, *topic_limits(target_admin, internal).values()])
+        producer_settings = {
+            **target_producer_settings(target_config, linger_ms=engine.linger_ms, compression=engine.compression,
+                                       batch_bytes=batch_cap, transactional_id=transactional_id,
+                                       transaction_timeout_s=engine.transaction_timeout_s),
+            # Records above a topic's own limit never reach produce() (the copier checks): this only bounds
+            # requests.
+            "message.max.bytes": 1_000_000_000,
+            "error_cb": callbacks.on_target_error,
+        }
+        consumer = Consumer({
+            **source_config,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            # A position that fell behind the log start is an error to report, never a silent reset.
+            "auto.offset.reset": "error",
+            "fetch.max.bytes": 16 * 1024 * 1024,
+            "max.partition.fetch.bytes": 4 * 1024 * 1024,
+            "queued.min.messages": PREFETCH_MIN_MESSAGES,
+            "queued.max.messages.kbytes": PREFETCH_MAX_KBYTES,
+            # Bytes fetched per partition, for the status, at no cost to the copy loop.
+            "statistics.interval.ms": max(1000, int(engine.status_interval_s * 1000)),
+            "stats_cb": callbacks.on_consumer_stats,
+            "error_cb": callbacks.on_source_error,
+            **membership_settings,
+        })
+        return cls(plan, source_config, target_config, source_admin, target_admin, consumer,
+                   Producer(producer_settings), producer_settings, batch_cap)
+
+    def rebuild_producer(self, batch_cap: int) -> Producer:
+        """A new producer with smaller batches (the caller drained the old one)."""
+        self.batch_cap = batch_cap
+        self.producer_settings["batch.size"] = max(1, batch_cap)
+        self.producer = Producer(self.producer_settings)
+        return self.producer
+
+
+def topic_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
+    """Each target topic's `max.message.bytes` (its override, or the target broker's default)."""
+    limits = {}
+    for topic, entries in describe_topic_configs(admin, topics).items():
+        configs = {entry.name: entry.value for entry in entries}
+        limits[topic] = int(configs.get("max.message.bytes") or DEFAULT_MAX_MESSAGE_BYTES)
+    return limits

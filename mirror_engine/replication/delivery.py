@@ -1,0 +1,165 @@
+"""Delivery modes: when what the target acknowledged counts as copied, and how the progress is stored.
+
+- `AtLeastOnce`: the gapless idempotent producer; the progress is written every interval once the
+  records before it are acknowledged. A crash leaves on the target some records past the stored
+  progress: the assigner counts them as copied when it takes the partition again (`reconcile`).
+- `Transactional` (exactly-once): records, their offset-syncs and the progress they reach are committed
+  in one transaction every interval; a crash aborts what was not committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from confluent_kafka import KafkaError, KafkaException
+
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.replication.clients import EngineClients
+from mirror_engine.replication.faults import Faults
+from mirror_engine.replication.side_records import SideRecordWriter
+
+log = logging.getLogger("mirror_engine.engine")
+
+TopicPartitionKey = tuple[str, int]
+
+
+class DeliveryMode(Protocol):
+    name: str
+    # Whether records on the target past the stored progress are the engine's own acknowledged-or-not copies
+    # (at-least-once), which a restart counts as copied; a transaction aborts them instead.
+    reconciles_target: bool
+
+    def start(self) -> None:
+        """Called once the clients are built, before the first record."""
+
+    def store_progress(self) -> None:
+        """Every progress interval: make what the target acknowledged count as copied."""
+
+    def release(self, keys: list[TopicPartitionKey]) -> None:
+        """Store the final progress of these partitions before they are given up."""
+
+    def drain_before_new_producer(self, reason: str) -> bool:
+        """Everything produced so far is acknowledged and stored; False when that failed (fatal is set)."""
+
+    def continue_on_new_producer(self) -> None:
+        """The producer was rebuilt: carry on with it."""
+
+    def may_drop_lost(self, keys: list[TopicPartitionKey], worker_id: str) -> bool:
+        """The group gave these partitions to others: can this worker go on without them?"""
+
+    def shutdown(self) -> None:
+        """Store the final progress (or commit the last transaction) before the clients close."""
+
+
+def transactional_id(plan: MigrationPlan, worker_id: str) -> str:
+    # The id outlives the process: a worker restarted with the same id fences its predecessor's open
+    # transaction at once instead of waiting for its timeout.
+    return f"mirror-engine.{plan.name}.{worker_id}"
+
+
+class AtLeastOnce:
+    name = "at-least-once"
+    reconciles_target = True
+
+    def __init__(self, clients: EngineClients, side: SideRecordWriter, faults: Faults) -> None:
+        self.clients, self.side, self.faults = clients, side, faults
+
+    def start(self) -> None:
+        pass
+
+    def store_progress(self) -> None:
+        self.side.write_progress()
+
+    def release(self, keys: list[TopicPartitionKey]) -> None:
+        remaining = self.clients.producer.flush(60)
+        if remaining:
+            log.error("%d records not acknowledged by the target while giving partitions up; the next owner "
+                      "copies them again", remaining)
+        self.side.write_progress(keys)
+        self.clients.producer.flush(30)
+
+    def drain_before_new_producer(self, reason: str) -> bool:
+        if self.clients.producer.flush(60):
+            self.faults.fatal = (f"records not acknowledged by the target within 60 s while {reason}; nothing after "
+                                 "the last acknowledged record counts as copied")
+            return False
+        self.side.write_progress()
+        self.clients.producer.flush(30)
+        return True
+
+    def continue_on_new_producer(self) -> None:
+        pass
+
+    def may_drop_lost(self, keys: list[TopicPartitionKey], worker_id: str) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        remaining = self.clients.producer.flush(60)
+        if remaining:
+            log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
+                      "on the next start", remaining)
+        self.side.write_progress()
+        self.clients.producer.flush(30)
+
+
+class Transactional:
+    name = "exactly-once"
+    reconciles_target = False
+
+    def __init__(self, clients: EngineClients, side: SideRecordWriter, faults: Faults) -> None:
+        self.clients, self.side, self.faults = clients, side, faults
+        self.started = False  # init_transactions done, a transaction open
+
+    def start(self) -> None:
+        producer = self.clients.producer
+        producer.init_transactions(60)  # fences a predecessor with this worker's id and aborts what it left
+        producer.begin_transaction()
+        self.started = True
+
+    def commit(self, begin_next: bool = True) -> None:
+        """Commit the copied records with their offset-syncs and the progress they reach."""
+        producer = self.clients.producer
+        try:
+            if producer.flush(60):  # every record acknowledged: their callbacks queue the offset-syncs
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "records not acknowledged in 60 s"))
+            producer.flush(30)
+            self.side.write_progress()
+            producer.commit_transaction(60)
+            if begin_next:
+                producer.begin_transaction()
+        except KafkaException as error:
+            self.faults.fatal = f"committing the transaction on the target failed (nothing of it counts as copied): " \
+                                f"{error}"
+
+    def store_progress(self) -> None:
+        self.commit()
+
+    def release(self, keys: list[TopicPartitionKey]) -> None:
+        if not self.faults.fatal:  # after a fatal error the open transaction must not commit
+            self.commit()
+
+    def drain_before_new_producer(self, reason: str) -> bool:
+        if self.started:
+            self.commit(begin_next=False)
+        return not self.faults.fatal
+
+    def continue_on_new_producer(self) -> None:
+        if self.started:
+            self.clients.producer.init_transactions(60)
+            self.clients.producer.begin_transaction()
+
+    def may_drop_lost(self, keys: list[TopicPartitionKey], worker_id: str) -> bool:
+        # The open transaction holds records of the lost partitions: it must not commit.
+        self.faults.fatal = (f"worker {worker_id} lost {len(keys)} partition(s) to the group (it was silent longer "
+                             "than engine.session_timeout_s); its open transaction is abandoned: restart it")
+        return False
+
+    def shutdown(self) -> None:
+        if not self.faults.fatal:
+            self.commit(begin_next=False)
+            return
+        try:
+            self.clients.producer.abort_transaction(10)
+        except KafkaException as error:
+            log.warning("aborting the open transaction failed (the target aborts it at its timeout): %s", error)

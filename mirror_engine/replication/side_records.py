@@ -1,0 +1,82 @@
+"""The records the engine writes beside the copy, through the copy's producer: offset-syncs, progress, heartbeats.
+
+They share the copy's producer (and, in exactly-once mode, its transaction) because the progress must
+prove what was copied: a partition's progress never passes an offset-sync the target has not
+acknowledged (`PartitionState.copied_position`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from mirror_engine.internal_topics import InternalTopics
+from mirror_engine.mm2_formats import Heartbeat, OffsetSync
+from mirror_engine.partition_state import PartitionState
+from mirror_engine.progress import PartitionProgress
+from mirror_engine.replication.faults import Faults
+
+TopicPartitionKey = tuple[str, int]
+
+
+class SideRecordWriter:
+    """Offset-syncs (MM2's format, at every change of delta and periodically), progress and heartbeats."""
+
+    def __init__(self, topics: InternalTopics, source_alias: str, target_alias: str,
+                 states: dict[TopicPartitionKey, PartitionState], producer: Callable[[], Producer],
+                 faults: Faults) -> None:
+        self.topics = topics
+        self.source_alias = source_alias
+        self.target_alias = target_alias
+        self.states = states
+        self._producer = producer
+        self.faults = faults
+
+    # ------------------------------------------------------------------ offset-syncs
+    def send_sync(self, state: PartitionState, source: int, target: int) -> None:
+        sync = OffsetSync(state.topic, state.partition, source, target)
+        state.syncs_in_flight.append((source, target))
+        state.last_synced_source = source
+        self._producer().produce(self.topics.offset_syncs, sync.record_value(), sync.record_key(), 0,
+                                 self.on_delivery)
+
+    def send_periodic_syncs(self) -> None:
+        """Refresh syncs of partitions that moved: MM2's readers translate from the latest sync before an offset."""
+        for state in self.states.values():
+            if state.acked_source > state.last_synced_source and not state.failed:
+                self.send_sync(state, state.acked_source, state.acked_target)
+
+    def on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if message.topic() == self.topics.offset_syncs:
+            sync = OffsetSync.from_record(message.key(), message.value())
+            if error is not None:
+                self.faults.fatal = f"writing offset-sync for {sync.topic}[{sync.partition}] failed: {error.str()}"
+                return
+            state = self.states.get((sync.topic, sync.partition))
+            if state is not None and state.syncs_in_flight and state.syncs_in_flight[0][0] == sync.upstream_offset:
+                state.syncs_in_flight.popleft()
+        elif error is not None:
+            self.faults.fatal = f"writing to {message.topic()} on the target failed: {error.str()}"
+
+    # ------------------------------------------------------------------ progress
+    def write_progress(self, keys: list[TopicPartitionKey] | None = None, force: bool = False) -> None:
+        """Store the copied position of these partitions (all by default) where it moved (or always: `force`)."""
+        states = self.states.values() if keys is None else [self.states[key] for key in keys]
+        producer = self._producer()
+        for state in states:
+            position = state.copied_position()
+            if position != state.stored_position or force:
+                progress = PartitionProgress(
+                    state.topic, state.partition, position, state.progress_target_position(), state.topic_id
+                )
+                producer.produce(self.topics.progress, progress.value(), progress.key(self.source_alias), 0,
+                                 self.on_delivery)
+                state.stored_position = position
+
+    # ------------------------------------------------------------------ heartbeats
+    def send_heartbeat(self) -> None:
+        beat = Heartbeat(self.source_alias, self.target_alias, int(time.time() * 1000))
+        self._producer().produce(self.topics.heartbeats, beat.record_value(), beat.record_key(), 0,
+                                 self.on_delivery, timestamp=beat.timestamp_ms)
