@@ -27,6 +27,8 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from mirror_engine.copy_contract import SyncOnDelta, produce_when_room, target_producer_settings
+
 log = logging.getLogger("spark_jobs.backfill")
 
 
@@ -82,33 +84,25 @@ def copy_partition(rows: Iterator[Any], target_config: dict[str, str], plan_part
             consumer = Consumer({**target_config, "group.id": "mirror-engine-backfill"})
             _low, high = consumer.get_watermark_offsets(TopicPartition(info["target_topic"], key[1]), timeout=30)
             consumer.close()
-            part = state[key] = {**info, "index": 0, "delta": None, "syncs": [], "written": 0,
+            # The records already on the target past the range's start are its first records (the copy contract).
+            part = state[key] = {**info, "index": 0, "sync_rule": SyncOnDelta(), "syncs": [], "written": 0,
                                  "already": max(0, high - info["target_start"]), "previous": -1}
             if producer is None:
-                producer = Producer({**target_config, "enable.idempotence": True, "acks": "all",
-                                     "enable.gapless.guarantee": True, "linger.ms": 20,
-                                     "compression.type": "lz4", "batch.size": 1_048_576,
-                                     "queue.buffering.max.messages": 500_000})
+                producer = Producer(target_producer_settings(target_config, linger_ms=20, compression="lz4",
+                                                             batch_bytes=1_048_576))
         offset = row["offset"]
         if offset <= part["previous"]:
             raise RuntimeError(f"{key[0]}[{key[1]}]: rows out of offset order ({part['previous']} then {offset})")
         part["previous"] = offset
         target_offset = part["target_start"] + part["index"]
-        if target_offset - offset != part["delta"]:
-            part["delta"] = target_offset - offset
+        if part["sync_rule"].due(offset, target_offset):
             part["syncs"].append((offset, target_offset))
         if part["index"] >= part["already"]:
             headers = [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or []]
-            args = dict(value=None if row["value"] is None else bytes(row["value"]),
-                        key=None if row["key"] is None else bytes(row["key"]), partition=key[1],
-                        timestamp=row["ts"], headers=headers,
-                        on_delivery=lambda error, _message: error is not None and errors.append(error.str()))
-            while True:
-                try:
-                    producer.produce(part["target_topic"], **args)  # type: ignore[union-attr]
-                    break
-                except BufferError:
-                    producer.poll(0.05)  # type: ignore[union-attr]
+            produce_when_room(producer, part["target_topic"], None if row["value"] is None else bytes(row["value"]),
+                              None if row["key"] is None else bytes(row["key"]), key[1],
+                              lambda error, _message: error is not None and errors.append(error.str()),
+                              row["ts"], headers)
             part["written"] += 1
         part["index"] += 1
     if producer is not None and producer.flush(300):
