@@ -31,6 +31,7 @@ SECURED_USERS: dict[str, str] = {
     "alice": "alice-secret",
     "bob": "bob-secret",
     "mirror": "mirror-secret",
+    "reader": "reader-secret",  # for tests of a least-privilege source principal
 }
 SUPER_USER = "admin"
 STARTUP_TIMEOUT_S = 90.0

@@ -17,8 +17,8 @@ from confluent_kafka import Producer
 
 from mirror_engine.clusters import admin_client
 from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.groups import GroupError, commit_offsets, committed_offsets, describe_group, list_groups
-from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics, is_engine_group
+from mirror_engine.groups import GroupError, commit_offsets, committed_offsets, describe_group, plan_groups
+from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.plan import MigrationPlan
 
@@ -86,10 +86,7 @@ class Checkpointer:
 
     def groups(self) -> list[str]:
         """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
-        group_filter = self.plan.group_filter()
-        selected = {g for g in list_groups(self.source_admin) if group_filter.accepts(g)}
-        # The engines' own groups track their copy, not an application's reading: never carried over.
-        return sorted(g for g in selected | set(self.plan.cutover.groups) if not is_engine_group(g))
+        return plan_groups(self.source_admin, self.plan)
 
     def run_once(self, sync_offsets: bool | None = None) -> list[GroupSyncResult]:
         sync = self.plan.cutover.sync_group_offsets if sync_offsets is None else sync_offsets

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException
 
@@ -14,6 +15,9 @@ from mirror_engine.control import FLOW_ACTIONS
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.progress import managed_target_topics
 from mirror_engine.secrets import RedactingFilter, masked, redact
+
+if TYPE_CHECKING:
+    from mirror_engine.prepare import PreparePlan
 
 
 def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
@@ -53,10 +57,19 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(f"plan '{plan.name}': {plan.source.alias} -> {plan.target.alias}, "
               f"{len(prepared.source_topics)} topic(s) replicated")
+        _print_source_access(prepared)
         print(render_actions(prepared.actions))
         for problem in prepared.problems:
             print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
     return 1 if prepared.problems else 0
+
+
+def _print_source_access(prepared: PreparePlan) -> None:
+    """Which syncs the source's permissions allow (stdout), and each one skipped for want of a right (stderr)."""
+    if prepared.source_access:
+        print(prepared.source_access.statement())
+    for warning in prepared.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
@@ -65,6 +78,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     plan = load_plan_argument(args)
     source_config, target_config = _reachable(plan)
     prepared = plan_preparation(plan, source_config, target_config, managed_target_topics(plan, target_config))
+    _print_source_access(prepared)
     print(render_actions(prepared.actions))
     if prepared.problems:
         for problem in prepared.problems:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+if TYPE_CHECKING:
+    from mirror_engine.plan import MigrationPlan
 
 TopicPartitionKey = tuple[str, int]
 T = TypeVar("T")
@@ -30,8 +33,19 @@ class GroupState:
 
 
 def list_groups(admin: AdminClient, timeout_s: float = 15.0) -> list[str]:
+    """The cluster's groups; a principal without DESCRIBE on the cluster is shown only those it may describe."""
     result = admin.list_consumer_groups(request_timeout=timeout_s).result()
     return sorted(listing.group_id for listing in result.valid)
+
+
+def plan_groups(admin: AdminClient, plan: MigrationPlan) -> list[str]:
+    """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
+    from mirror_engine.internal_topics import is_engine_group
+
+    group_filter = plan.group_filter()
+    selected = {g for g in list_groups(admin) if group_filter.accepts(g)}
+    # The engines' own groups track their copy, not an application's reading: never carried over.
+    return sorted(g for g in selected | set(plan.cutover.groups) if not is_engine_group(g))
 
 
 _COORDINATOR_MOVING = frozenset({
@@ -56,6 +70,31 @@ def describe_group(admin: AdminClient, group: str, timeout_s: float = 15.0) -> G
         lambda: admin.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(), timeout_s)
     state = getattr(description.state, "name", str(description.state))
     return GroupState(group, state, len(description.members))
+
+
+def undescribable_groups(admin: AdminClient, groups: list[str], timeout_s: float = 15.0) -> list[str]:
+    """The groups among `groups` this principal lacks DESCRIBE on, which reading their offsets needs (the broker
+    answers such a group GROUP_AUTHORIZATION_FAILED, whether it exists or not)."""
+    denied: list[str] = []
+    pending = list(groups)
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        retry = []
+        for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                    denied.append(group)
+                elif code in _COORDINATOR_MOVING and time.monotonic() < deadline:
+                    retry.append(group)
+                else:
+                    raise
+        pending = retry
+        if pending:
+            time.sleep(0.3)
+    return sorted(denied)
 
 
 def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -> dict[TopicPartitionKey, int]:

@@ -186,6 +186,10 @@ class SyncSpec(_Strict):
     # A target topic with more partitions than its source is an error unless this is set: producers moved to
     # the target would place keys in other partitions than their copied history.
     allow_more_target_partitions: bool = False
+    # A sync the plan asks for that the source principal's permissions do not allow (configs: DESCRIBE_CONFIGS on
+    # each topic; ACLs: DESCRIBE on the cluster; group offsets: DESCRIBE on each group) is skipped with a warning
+    # naming the missing operation and resource; with this set it is a problem, and nothing is prepared.
+    require_source_permissions: bool = False
 
     _check = field_validator("config_exclude")(_check_regexes)
 

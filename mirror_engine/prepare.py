@@ -27,7 +27,18 @@ from confluent_kafka.admin import (
 
 from mirror_engine.acls import Acl, desired_target_acls, read_acls
 from mirror_engine.clusters import admin_client, describe_plan_clusters
+from mirror_engine.groups import plan_groups, undescribable_groups
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.source_access import (
+    ACL_SYNC,
+    CONFIG_SYNC,
+    DATA_COPY,
+    GROUP_OFFSET_SYNC,
+    Denial,
+    SourceAccess,
+    topic_denial,
+    unreadable_topics,
+)
 from mirror_engine.topics import (
     ClusterState,
     ConfigFilter,
@@ -76,13 +87,16 @@ class PreparePlan:
     actions: list[Action]
     problems: list[str]
     source_topics: list[str]  # source topics the plan replicates, in order
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # syncs skipped for want of a right on the source
+    source_access: SourceAccess | None = None  # which syncs the source principal's permissions allow
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "actions": [a.to_dict() for a in self.actions],
             "problems": self.problems,
             "source_topics": self.source_topics,
+            "warnings": self.warnings,
+            "source_access": self.source_access.to_dict() if self.source_access else None,
         }
 
 
@@ -105,29 +119,21 @@ class ApplyResult:
         }
 
 
-def _denied(error: KafkaException) -> bool:
-    return error.args[0].code() in (
-        KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-    )
-
-
-def read_source_state(admin: AdminClient, plan: MigrationPlan, warnings: list[str] | None = None) -> ClusterState:
-    """The source's replicated topics and ACLs. With `warnings` given, configs or ACLs the principal
-    may not read are skipped with a warning there (the engine needs only READ and DESCRIBE)."""
+def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial]) -> ClusterState:
+    """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
+    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole)."""
     broker_count, metadata = list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
-    entries = {}
+    entries: dict[str, list] = {}
+    unread: list[str] = []
     if plan.sync.configs:
-        try:
-            entries = describe_topic_configs(admin, names)
-        except KafkaException as error:
-            if warnings is None or not _denied(error):
-                raise
-            warnings.append(f"config sync skipped: the source denies reading topic configs ({error.args[0].str()})")
+        entries = describe_topic_configs(admin, names, denied=unread)
+        denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
     topics = {
         name: TopicState(name, metadata[name][0], metadata[name][1],
-                         syncable_configs(entries.get(name, []), config_filter), metadata[name][2])
+                         syncable_configs(entries.get(name, []), config_filter), metadata[name][2],
+                         configs_read=name not in unread)
         for name in names
     }
     acls = None
@@ -135,9 +141,9 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, warnings: list[st
         try:
             acls = read_acls(admin)
         except KafkaException as error:
-            if warnings is None or not _denied(error):
+            if error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
                 raise
-            warnings.append(f"ACL sync skipped: the source denies describing ACLs ({error.args[0].str()})")
+            denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
     return ClusterState(broker_count, topics, acls)
 
 
@@ -215,7 +221,7 @@ def compute_actions(
             actions.append(Action("add_partitions", remote, {
                 "source_topic": name, "from": existing.partitions, "to": topic.partitions,
             }))
-        if plan.sync.configs:
+        if plan.sync.configs and topic.configs_read:  # unread source configs: leave the target's as they are
             to_set = {k: v for k, v in topic.configs.items() if existing.configs.get(k) != v}
             to_delete = sorted(
                 k for k in existing.configs if k not in topic.configs and not config_filter.excluded(k)
@@ -266,17 +272,30 @@ def plan_preparation(
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
-    `best_effort` (the engine's refresh): configs and ACLs the source principal may not read are
-    skipped with a warning instead of failing.
+    What the source principal may not read is left out and said in `source_access` (see `source_access`): a
+    sync it does not allow is a warning, or a problem under sync.require_source_permissions; a topic it may not
+    READ is a problem. `best_effort` (the engine's refresh) checks only what the engine syncs itself (configs
+    and ACLs), not the topics' READ nor the groups.
     """
     describe_plan_clusters(plan, source_config, target_config)
-    warnings: list[str] | None = [] if best_effort else None
-    source = read_source_state(admin_client(source_config), plan, warnings)
+    source_admin = admin_client(source_config)
+    denials: list[Denial] = []
+    source = read_source_state(source_admin, plan, denials)
+    asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
+    if not best_effort:
+        asked.append(GROUP_OFFSET_SYNC)
+        denials += topic_denial(DATA_COPY, "READ", unreadable_topics(source_admin, sorted(source.topics)))
+        groups = undescribable_groups(source_admin, plan_groups(source_admin, plan))
+        if groups:
+            denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
     policy = plan.policy()
     remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
     target = read_target_state(admin_client(target_config), plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
-    prepared.warnings = warnings or []
+    access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
+    prepared.source_access = access
+    prepared.problems += access.problems()
+    prepared.warnings = access.warnings()
     return prepared
 
 

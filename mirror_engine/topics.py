@@ -36,6 +36,8 @@ class TopicState:
     # Source side: the settings to carry over (already filtered). Target side: its topic-level overrides.
     configs: dict[str, str] = field(default_factory=dict)
     topic_id: str = ""
+    # Source side: False when the principal may not read the topic's configs, so `configs` says nothing.
+    configs_read: bool = True
 
 
 @dataclass(frozen=True)
@@ -97,14 +99,26 @@ def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[in
 
 
 def describe_topic_configs(
-    admin: AdminClient, names: list[str], timeout_s: float = 15.0
+    admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None
 ) -> dict[str, list]:
-    """The config entries of each topic (ConfigEntry objects), in one request."""
+    """The config entries of each topic (ConfigEntry objects), in one request.
+
+    The broker answers each topic on its own: one the principal lacks DESCRIBE_CONFIGS on fails with
+    TOPIC_AUTHORIZATION_FAILED. With `denied` given, such topics are added there and left out of the result.
+    """
     if not names:
         return {}
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
     futures = admin.describe_configs(resources, request_timeout=timeout_s)
-    return {resource.name: list(future.result().values()) for resource, future in futures.items()}
+    entries = {}
+    for resource, future in futures.items():
+        try:
+            entries[resource.name] = list(future.result().values())
+        except KafkaException as error:
+            if denied is None or error.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise
+            denied.append(resource.name)
+    return entries
 
 
 def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:

@@ -205,10 +205,14 @@ def test_acl_sync_is_skipped_loudly_when_the_source_principal_may_not_describe_a
     p = acl_source
     plan = make_plan(source, target, f"{p}(orders|payments)")
     # alice has topic ACLs only: the broker answers her DescribeAcls with an empty list, not an error.
-    best_effort = plan_preparation(plan, source.client_config("alice"), target.client_config(), best_effort=True)
-    assert any(w.startswith("ACL sync skipped") for w in best_effort.warnings), best_effort.warnings
-    with pytest.raises(KafkaException):
-        plan_preparation(plan, source.client_config("alice"), target.client_config())
+    lack = "the source principal lacks DESCRIBE on the cluster"
+    for best_effort in (True, False):  # the engine's refresh, and plan/prepare
+        prepared = plan_preparation(plan, source.client_config("alice"), target.client_config(), best_effort)
+        assert f"ACL sync skipped: {lack} (no ACL is created on the target)" in prepared.warnings, prepared.warnings
+        assert not any(a.kind == "create_acl" for a in prepared.actions)
+    strict = make_plan(source, target, f"{p}(orders|payments)", sync={"require_source_permissions": True})
+    prepared = plan_preparation(strict, source.client_config("alice"), target.client_config(), best_effort=True)
+    assert any(problem.startswith(f"ACL sync refused: {lack}") for problem in prepared.problems), prepared.problems
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

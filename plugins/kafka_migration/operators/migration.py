@@ -66,6 +66,14 @@ class PlanProblemOperator(BaseOperator):
         raise AirflowFailException(self.problem)
 
 
+def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
+    """Which syncs the source's permissions allow, and a warning for each one skipped for want of a right."""
+    if prepared.source_access:
+        operator.log.info("%s", prepared.source_access.statement())
+    for warning in prepared.warnings:
+        operator.log.warning("%s", warning)
+
+
 class PreflightOperator(MigrationOperator):
     """Plan valid, both clusters reachable, and a dry-run of every target change the plan needs."""
 
@@ -85,10 +93,11 @@ class PreflightOperator(MigrationOperator):
         except ClusterUnreachable as error:
             raise AirflowFailException(str(error)) from None
         prepared = plan_preparation(plan, source, target, managed_target_topics(plan, target))
+        _log_source_access(self, prepared)
         self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
                       len(prepared.source_topics), render_actions(prepared.actions))
         if prepared.problems:
-            raise AirflowFailException("the target is not ready:\n  " + "\n  ".join(prepared.problems))
+            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(prepared.problems))
         result = apply_actions(target, prepared.actions, validate_only=True)
         self.log.info("dry-run, validated by the target: %s", render_result(result))
         if result.failed:
@@ -113,6 +122,7 @@ class PrepareTargetOperator(MigrationOperator):
         hook = self.hook()
         source, target = hook.client_configs()
         prepared = plan_preparation(hook.plan, source, target, managed_target_topics(hook.plan, target))
+        _log_source_access(self, prepared)
         self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
         if prepared.problems:
             raise AirflowFailException("nothing applied:\n  " + "\n  ".join(prepared.problems))
