@@ -22,6 +22,7 @@ class TargetUpkeep:
         self.target_config = target_config
         # Other workers of the flow may prepare the same target at the same moment.
         self.beside_others = beside_others
+        self._warned: set[str] = set()
 
     def prepare(self, managed: frozenset[str], initial: bool) -> list[str] | None:
         """Create or update the target's topics (idempotent); the plan's source topics, or None when it failed
@@ -29,8 +30,9 @@ class TargetUpkeep:
         failures = ""
         for attempt in range(3):
             prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True)
-            if attempt == 0:
-                for warning in prepared.warnings:
+            for warning in prepared.warnings:
+                if warning not in self._warned:  # said once, not at every refresh
+                    self._warned.add(warning)
                     log.warning("%s", warning)
             if prepared.problems and self.beside_others and attempt < 2:
                 # Another worker of the flow may have just created a topic and copied into it: its progress
