@@ -15,13 +15,16 @@ the workers' start until the stored progress shows lag 0 (group join and rebalan
 
     .venv/bin/python bench/engine_vs_raw.py            # full size: 1,000,000 x 100 B and 200,000 x 1 KiB
     .venv/bin/python bench/engine_vs_raw.py --scale 0.01
+    .venv/bin/python bench/engine_vs_raw.py --scale 0.3 --baseline /tmp/before   # vs an earlier checkout
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,14 +135,51 @@ def workers_copy(source: KafkaCluster, target: KafkaCluster, topic: str, workers
             process.wait(120)
 
 
+def checkout_copy(source: KafkaCluster, target: KafkaCluster, topic: str, checkout: Path, alias: str,
+                  workdir: Path) -> float:
+    """Seconds for `mirror-engine run --until-caught-up` of another checkout (its code on PYTHONPATH) to copy
+    `topic` into fresh target topics (`<alias>.<topic>`), start-up included."""
+    data = {
+        "name": f"bench-{alias}",
+        "source": {"alias": alias, "bootstrap_servers": source.bootstrap},
+        "target": {"alias": "tgt", "bootstrap_servers": target.bootstrap},
+        "topics": {"include": [topic]},
+        "replication_policy": {"type": "default"},
+        "sync": {"acls": False},
+        "engine": {"linger_ms": 20, "compression": "lz4", "producer_batch_bytes": 1_048_576, "status_port": -1},
+    }
+    plan_file = workdir / f"{alias}.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file), "--until-caught-up",
+                    "--max-seconds", "1800"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=(workdir / f"{alias}.log").open("w"), env={**os.environ, "PYTHONPATH": str(checkout)})
+    return time.perf_counter() - started
+
+
+def compare_checkouts(source: KafkaCluster, target: KafkaCluster, topic: str, baseline: Path, workdir: Path,
+                      rounds: int = 2) -> tuple[float, float]:
+    """This checkout's and the baseline's copy of `topic`, alternated (A B A B ...): median seconds of each."""
+    here = Path(__file__).resolve().parents[1]
+    times: dict[str, list[float]] = {"here": [], "baseline": []}
+    for i in range(rounds):
+        for label, checkout in (("here", here), ("baseline", baseline)):
+            times[label].append(checkout_copy(source, target, topic, checkout, f"{label}{i}", workdir))
+    return statistics.median(times["here"]), statistics.median(times["baseline"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full data set")
+    parser.add_argument("--baseline", type=Path, help="another checkout of the project (e.g. a `git worktree` of an "
+                        "earlier commit): its engine copies the same data sets in the same run, alternated with "
+                        "this one's, both as `mirror-engine run` processes; skips the workers table")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sets = [("small", int(1_000_000 * args.scale), 100), ("large", int(200_000 * args.scale), 1024)]
     rows = []
     worker_rows = []
+    baseline_rows: list[tuple[str, float, float, float, int]] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         source, target = start_pair(Path(workdir))
         try:
@@ -150,10 +190,16 @@ def main() -> None:
                 produce_all(source, f"{name}-src", records)
                 create(target, f"{name}-raw")
                 raw_seconds = produce_all(target, f"{name}-raw", records)
+                if args.baseline:
+                    here, baseline = compare_checkouts(source, target, f"{name}-src", args.baseline, Path(workdir))
+                    baseline_rows.append((f"{count:,} x {size} B", raw_seconds, here, baseline, count))
+                    continue
                 engine_seconds, copied = engine_copy(source, target, f"{name}-src")
                 assert copied == count, f"engine copied {copied} of {count}"
                 rows.append((f"{count:,} x {size} B", "raw produce", raw_seconds, count, megabytes))
                 rows.append((f"{count:,} x {size} B", "engine copy", engine_seconds, count, megabytes))
+            if args.baseline:
+                return print_baseline(baseline_rows, args.baseline)
             name, count, _size = sets[0]
             for exactly_once in (False, True):
                 for workers in (1, 2):
@@ -172,6 +218,16 @@ def main() -> None:
     for workers, exactly_once, seconds, count in worker_rows:
         label = f"{workers} worker{'s' if workers > 1 else ''}, {'exactly-once' if exactly_once else 'at-least-once'}"
         print(f"{label:<30} {seconds:8.1f} {count / seconds:11,.0f} {base / seconds:26.2f}")
+
+
+def print_baseline(rows: list[tuple[str, float, float, float, int]], baseline: Path) -> None:
+    print(f"\nmedian of 2 alternated `mirror-engine run --until-caught-up` per checkout (start-up included); "
+          f"baseline: {baseline}")
+    print(f"{'data set':<22} {'raw rec/s':>11} {'this rec/s':>11} {'base rec/s':>11} {'this/raw':>9} {'base/raw':>9} "
+          f"{'this/base':>10}")
+    for data, raw, here, base, count in rows:
+        print(f"{data:<22} {count / raw:11,.0f} {count / here:11,.0f} {count / base:11,.0f} {raw / here:9.2f} "
+              f"{raw / base:9.2f} {base / here:10.2f}")
 
 
 if __name__ == "__main__":
