@@ -4,6 +4,7 @@ translatable."""
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -87,3 +88,48 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
             assert not wrong, f"partition {partition}: {len(wrong)} offsets mistranslated, e.g. {wrong[:3]}"
             total += len(copied)
     assert total == RECORDS
+
+
+def test_a_foreign_tail_on_the_target_is_not_counted_and_is_said(kafka_pair, unique_name, caplog):
+    """Records another producer wrote into a target partition are not the source's: the engine copies on from its
+    stored progress, names the partition in a warning and counts it in the status."""
+    from confluent_kafka import Producer
+
+    from mirror_engine.engine import Replicator
+
+    source, target = kafka_pair
+    create_topics(source, [NewTopic(unique_name, 1, 1)])
+    now = int(time.time() * 1000)
+    _produce(source, unique_name, range(100), now)
+    data = plan_dict(source, target, unique_name)
+    plan = plan_from_dict(data)
+    assert Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=60,
+                                                                                until_caught_up=True).ok
+    foreign = Producer(target.client_config())
+    for i in range(3):
+        foreign.produce(unique_name, b"foreign-%d" % i, partition=0)
+    assert foreign.flush(15) == 0
+    _produce(source, unique_name, range(100, 150), now)
+
+    caplog.set_level(logging.INFO, logger="mirror_engine")
+    again = Replicator(plan, source.client_config(), target.client_config())
+    assert again.run(max_seconds=60, until_caught_up=True).ok
+    warnings = [r.getMessage() for r in caplog.records if "copying on from the stored progress" in r.getMessage()]
+    assert len(warnings) == 1 and f"{unique_name}[0]" in warnings[0], warnings
+    status = again.build_status(exiting=True)
+    assert status["reconcile_fallbacks"] == 1 and status["partitions"][0]["reconcile_fallback"]
+
+    values = [r.value for r in read_partition(target, unique_name, 0)]
+    assert values == [b"v%d" % i for i in range(100)] + [b"foreign-%d" % i for i in range(3)] + \
+        [b"v%d" % i for i in range(100, 150)]
+    with FlowMapping(plan, target.client_config()) as mapping:
+        mapping.refresh()
+        assert mapping.translate(unique_name, 0, 99) == 99
+        assert mapping.translate(unique_name, 0, 100) == 103
+        assert mapping.translate(unique_name, 0, 149) == 152
+
+
+def _produce(cluster, topic: str, numbers: range, now: int) -> None:
+    from tests.integration.kafka_data import produce
+
+    produce(cluster, topic, [(0, b"k%d" % i, b"v%d" % i, [("i", b"%d" % i)], now + i) for i in numbers])
