@@ -27,9 +27,10 @@ Key shapes, as in MM2's `MirrorMakerConfig`:
   ones), `<a>.consumer.*` / `<a>.producer.*` / `<a>.admin.*` client settings, Connect worker settings;
 - per flow, `<a>-><b>.<setting>`: `enabled` and connector settings, which win over the top-level ones.
 
-Defaults of unset MM2 settings: where MM2's default decides what ends up on the target and the plan can
-express it, MM2's default is used (DefaultReplicationPolicy, `replication.factor` 2,
-`sync.group.offsets.enabled` false); timing settings left unset keep the engine's own defaults. Lists that
+Defaults of unset MM2 settings are MM2's: DefaultReplicationPolicy, `replication.factor` 2, and the switches
+and intervals of the periodic work its dedicated mode runs beside the copy, which `mirror-engine run` runs too
+(heartbeats every second; topics, configs, ACLs and groups refreshed every 600 s; checkpoints every 60 s;
+`sync.group.offsets.enabled` false, every 60 s when on; see `_PERIODIC`). Lists that
 MM2 replaces wholesale (`topics.exclude`, `groups.exclude`, `config.properties.exclude`) are *added* to
 MM2's defaults by the plan, so an entry of the file identical to a default is dropped, and a default the
 file leaves out still applies.
@@ -222,7 +223,8 @@ def _choose_flow(
     else:
         flows = ", ".join(keys[key].owner for key in enabled)
         problems.append(f"{', '.join(enabled)}: {len(enabled)} replication flows are enabled ({flows}); "
-                        f"choose one with flow='{keys[enabled[0]].owner}'")
+                        f"the engine runs one flow per process: choose it with --flow {keys[enabled[0]].owner} "
+                        f"(flow='{keys[enabled[0]].owner}' from Python) and start one process per flow")
     return None
 
 
@@ -327,6 +329,53 @@ def _naming_fields(builder: _Builder, problems: list[str], warnings: list[str]) 
     builder.map("replication_policy.internal_separator_enabled", "replication.policy.internal.topic.separator.enabled")
 
 
+# The periodic work of MM2's dedicated mode, each with its switch and interval and MM2's defaults
+# (MirrorSourceConfig, MirrorCheckpointConfig, MirrorHeartbeatConfig): (switch, its plan field, its default),
+# then (interval, its plan field, MM2's default in seconds). A switched-off task's interval is not read.
+_PERIODIC: tuple[tuple[tuple[str, str, bool] | None, tuple[str, str, int]], ...] = (
+    (("emit.heartbeats.enabled", "engine.emit_heartbeats", True),
+     ("emit.heartbeats.interval.seconds", "engine.heartbeat_interval_s", 1)),
+    (None, ("refresh.topics.interval.seconds", "engine.refresh_interval_s", 600)),
+    (("sync.topic.configs.enabled", "sync.configs", True),
+     ("sync.topic.configs.interval.seconds", "sync.configs_interval_s", 600)),
+    (("sync.topic.acls.enabled", "sync.acls", True),
+     ("sync.topic.acls.interval.seconds", "sync.acls_interval_s", 600)),
+    (("emit.checkpoints.enabled", "cutover.emit_checkpoints", True),
+     ("emit.checkpoints.interval.seconds", "cutover.checkpoint_interval_s", 60)),
+    (("sync.group.offsets.enabled", "cutover.sync_group_offsets", False),
+     ("sync.group.offsets.interval.seconds", "cutover.sync_group_offsets_interval_s", 60)),
+    (("refresh.groups.enabled", "cutover.refresh_groups", True),
+     ("refresh.groups.interval.seconds", "cutover.refresh_groups_interval_s", 600)),
+)
+# The engine's longest refresh interval: what `refresh.topics.enabled = false` becomes.
+_LONGEST_REFRESH_S = 86_400
+
+
+def _periodic_fields(builder: _Builder, warnings: list[str]) -> None:
+    """What `run` does beside the copy, as MM2's dedicated mode: heartbeats, topic refresh, config and ACL sync,
+    checkpoints, group offset sync and group refresh, each with MM2's switch and interval, MM2's defaults where
+    the file is silent. The checkpoint loop runs when checkpoints or group offset sync are on (as MM2 runs its
+    checkpoint connector)."""
+    enabled: dict[str, bool] = {}
+    for switch, (interval_key, interval_field, default_s) in _PERIODIC:
+        if switch is not None:
+            key, path, default = switch
+            found = builder.lookup(key)
+            enabled[key] = found[1] if found else default
+            builder.put(path, enabled[key], found[0] if found else key)
+            if not enabled[key]:
+                continue
+        found = builder.lookup(interval_key)
+        builder.put(interval_field, found[1] if found else default_s, found[0] if found else interval_key)
+    refresh = builder.lookup("refresh.topics.enabled")
+    if refresh is not None and not refresh[1]:
+        builder.put("engine.refresh_interval_s", _LONGEST_REFRESH_S, refresh[0])
+        warnings.append(f"{refresh[0]}: false: MM2 never looks for new topics or partitions after it starts; the "
+                        f"engine looks once a day ({_LONGEST_REFRESH_S} s, its longest refresh interval)")
+    checkpoints = enabled["emit.checkpoints.enabled"] or enabled["sync.group.offsets.enabled"]
+    builder.put("engine.run_checkpoints", checkpoints, "emit.checkpoints.enabled")
+
+
 def _record_fields(builder: _Builder, problems: list[str]) -> None:
     """What MM2 would do to each record that the engine does not (converters are checked by type)."""
     transforms = builder.lookup("transforms")
@@ -352,26 +401,15 @@ def _build(builder: _Builder, problems: list[str], warnings: list[str]) -> set[s
     _naming_fields(builder, problems, warnings)
     _record_fields(builder, problems)
 
-    builder.map("sync.configs", "sync.topic.configs.enabled")
-    builder.map("sync.acls", "sync.topic.acls.enabled")
     builder.map("sync.config_exclude", "config.properties.exclude", "config.properties.blacklist",
                 convert=lambda items: [p for p in items if p not in MM2_CONFIG_EXCLUDES])
     factor = builder.lookup("replication.factor")
     builder.put("sync.replication_factor", factor[1] if factor else 2, factor[0] if factor else "replication.factor")
 
-    builder.map("engine.heartbeat_interval_s", "emit.heartbeats.interval.seconds")
     copied = builder.lookup("heartbeats.replication.enabled")  # MM2 copies heartbeats topics by default
     builder.put("engine.replicate_heartbeats", copied[1] if copied else True,
                 copied[0] if copied else "heartbeats.replication.enabled")
-    builder.map("engine.refresh_interval_s", "refresh.topics.interval.seconds")
-    intervals = [found for name in ("emit.checkpoints.interval.seconds", "sync.group.offsets.interval.seconds")
-                 if (found := builder.lookup(name)) is not None]
-    if intervals:
-        key, seconds = min(intervals, key=lambda found: found[1])
-        builder.put("cutover.checkpoint_interval_s", seconds, key)
-    offsets = builder.lookup("sync.group.offsets.enabled")
-    builder.put("cutover.sync_group_offsets", offsets[1] if offsets else False,
-                offsets[0] if offsets else "sync.group.offsets.enabled")
+    _periodic_fields(builder, warnings)
 
     # Exactly-once: the target worker's exactly.once.source.support=enabled, or the connector's required.
     # The target's own setting wins over a top-level one (MM2 itself reads only the cluster-scoped key).

@@ -95,9 +95,13 @@ CONNECTOR: dict[str, Setting] = {
     "offset.lag.max": _LONG, "emit.offset-syncs.enabled": _BOOL,
     "offset-syncs.topic.replication.factor": _SHORT, "checkpoints.topic.replication.factor": _SHORT,
     "heartbeats.topic.replication.factor": _SHORT,
-    "refresh.topics.enabled": _BOOL, "refresh.groups.enabled": _BOOL, "refresh.groups.interval.seconds": _LONG,
-    "sync.topic.configs.interval.seconds": _LONG, "sync.topic.acls.interval.seconds": _LONG,
-    "emit.heartbeats.enabled": _BOOL, "emit.checkpoints.enabled": _BOOL, "consumer.poll.timeout.ms": _LONG,
+    "consumer.poll.timeout.ms": _LONG,
+    # The periodic work of MM2's dedicated mode, run beside the copy by `run` and `worker`.
+    "refresh.topics.enabled": Setting("bool", mapped=True), "refresh.groups.enabled": Setting("bool", mapped=True),
+    "refresh.groups.interval.seconds": _int(_LONG_RANGE, mapped=True),
+    "sync.topic.configs.interval.seconds": _int(_LONG_RANGE, mapped=True),
+    "sync.topic.acls.interval.seconds": _int(_LONG_RANGE, mapped=True),
+    "emit.heartbeats.enabled": Setting("bool", mapped=True), "emit.checkpoints.enabled": Setting("bool", mapped=True),
 }
 
 # ---- Client security (CommonClientConfigs, SslConfigs, SaslConfigs) ----------------------------------------

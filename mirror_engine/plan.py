@@ -90,6 +90,12 @@ def _seconds(low: float, high: float) -> Any:
     return Annotated[float, BeforeValidator(_in_range(low, high, "seconds", integer=False, low_excluded=False))]
 
 
+def _optional_seconds(low: float, high: float) -> Any:
+    """Seconds in [low, high], or None (null in YAML) for the behaviour the field's comment names."""
+    check = _in_range(low, high, "seconds", integer=False, low_excluded=False)
+    return Annotated[float | None, BeforeValidator(lambda value: None if value is None else check(value))]
+
+
 def _whole(low: int, high: int, unit: str = "") -> Any:
     return Annotated[int, BeforeValidator(_in_range(low, high, unit, integer=True, low_excluded=False))]
 
@@ -186,6 +192,11 @@ class SyncSpec(_Strict):
     # A target topic with more partitions than its source is an error unless this is set: producers moved to
     # the target would place keys in other partitions than their copied history.
     allow_more_target_partitions: bool = False
+    # Configs and ACLs are synced at every refresh of the engine (engine.refresh_interval_s). A shorter interval
+    # here (MM2's sync.topic.configs.interval.seconds / sync.topic.acls.interval.seconds) also syncs them that
+    # often beside the copy (`run` and `worker`); null: only at the engine's refreshes.
+    configs_interval_s: _optional_seconds(0.1, 86_400) = None
+    acls_interval_s: _optional_seconds(0.1, 86_400) = None
     # A sync the plan asks for that the source principal's permissions do not allow (configs: DESCRIBE_CONFIGS on
     # each topic; ACLs: DESCRIBE on the cluster; group offsets: DESCRIBE on each group) is skipped with a warning
     # naming the missing operation and resource; with this set it is a problem, and nothing is prepared.
@@ -218,6 +229,8 @@ class EngineSpec(_Strict):
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
     producer_batch_bytes: _whole(1024, 64 * 1024 * 1024, "bytes") = 1_048_576
     refresh_interval_s: _seconds(0.1, 86_400) = 30.0
+    # MM2's emit.heartbeats.enabled: the flow's heartbeats written to the target every heartbeat_interval_s.
+    emit_heartbeats: bool = True
     heartbeat_interval_s: _seconds(0.1, 3600) = 1.0
     offset_sync_interval_s: _seconds(0.1, 3600) = 5.0
     progress_interval_s: _seconds(0.05, 3600) = 1.0
@@ -241,6 +254,10 @@ class EngineSpec(_Strict):
     # -1 serves none.
     status_port: _whole(-1, 65535) = 0
     status_host: str = "127.0.0.1"  # 0.0.0.0 to let a scraper on another host (or container) reach it
+    # `run` and `worker` also run the checkpoint loop beside the copy (checkpoints and group offset sync as the
+    # `cutover` section sets them), as MM2's dedicated mode runs its checkpoint connector beside its source
+    # connector; one process of the flow writes them at a time (`checkpoint_loop`). MM2 files: true.
+    run_checkpoints: bool = False
 
     @field_validator("start_from")
     @classmethod
@@ -285,8 +302,17 @@ class CutoverSpec(_Strict):
     max_lag_records: _whole(0, _INT64_MAX, "records") = 0
     producer_idle_s: _seconds(0, 86_400) = 30.0
     wait_timeout_s: _seconds(0.1, 7 * 86_400) = 1800.0
+    # Checkpoints (MM2's emit.checkpoints.enabled / emit.checkpoints.interval.seconds) and group offset sync
+    # into groups idle on the target (sync.group.offsets.enabled / sync.group.offsets.interval.seconds; null:
+    # with every checkpoint round), by `mirror-engine checkpoint` or, with engine.run_checkpoints, by `run`.
+    emit_checkpoints: bool = True
     checkpoint_interval_s: _seconds(0.1, 86_400) = 10.0
     sync_group_offsets: bool = True
+    sync_group_offsets_interval_s: _optional_seconds(0.1, 86_400) = None
+    # The source's groups are listed again every refresh_groups_interval_s (MM2's refresh.groups.interval.seconds;
+    # null: at every round); refresh_groups false (refresh.groups.enabled) lists them once, at start.
+    refresh_groups: bool = True
+    refresh_groups_interval_s: _optional_seconds(0.1, 86_400) = None
 
 
 class MigrationPlan(_Strict):

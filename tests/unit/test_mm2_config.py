@@ -174,7 +174,9 @@ def test_realistic_file_maps_to_the_plan(monkeypatch):
     assert plan.sync.acls is False
     assert plan.sync.config_exclude == [r"retention\.bytes"]
     assert plan.cutover.sync_group_offsets is True
-    assert plan.cutover.checkpoint_interval_s == 15  # the more frequent of the two intervals
+    assert plan.cutover.checkpoint_interval_s == 15  # emit.checkpoints.interval.seconds
+    assert plan.cutover.sync_group_offsets_interval_s == 20  # each task keeps its own interval, as in MM2
+    assert plan.engine.run_checkpoints is True
     assert plan.engine.heartbeat_interval_s == 5
     assert plan.engine.refresh_interval_s == 60
     assert plan.engine.exactly_once is True
@@ -305,7 +307,55 @@ def test_no_enabled_flow():
 
 def test_two_enabled_flows_without_a_choice():
     message = _only_problem_about(MINIMAL + "b->a.enabled = true\n", "a->b.enabled, b->a.enabled")
-    assert "a->b, b->a" in message and "flow=" in message
+    assert "a->b, b->a" in message and "--flow a->b" in message and "one process per flow" in message
+
+
+def test_periodic_work_takes_mirrormaker2_defaults():
+    plan = plan_from_mm2_properties(MINIMAL, "mm2.properties")
+    assert plan.engine.emit_heartbeats is True and plan.engine.heartbeat_interval_s == 1
+    assert plan.engine.refresh_interval_s == 600
+    assert plan.sync.configs and plan.sync.configs_interval_s == 600
+    assert plan.sync.acls and plan.sync.acls_interval_s == 600
+    assert plan.cutover.emit_checkpoints is True and plan.cutover.checkpoint_interval_s == 60
+    assert plan.cutover.sync_group_offsets is False
+    assert plan.cutover.refresh_groups is True and plan.cutover.refresh_groups_interval_s == 600
+    assert plan.engine.run_checkpoints is True  # checkpoints are on by default in MM2
+
+
+def test_periodic_work_switches_and_intervals_are_mapped_one_by_one():
+    text = MINIMAL + (
+        "emit.heartbeats.enabled = false\n"
+        "sync.topic.configs.interval.seconds = 30\nsync.topic.acls.enabled = false\n"
+        "sync.group.offsets.enabled = true\nsync.group.offsets.interval.seconds = 7\n"
+        "emit.checkpoints.interval.seconds = 3\n"
+        "refresh.groups.enabled = false\n"
+        # A switched-off task's interval is not read, so MM2's "negative disables" spelling passes too.
+        "a->b.emit.heartbeats.interval.seconds = -1\n")
+    plan = plan_from_mm2_properties(text, "mm2.properties")
+    assert plan.engine.emit_heartbeats is False
+    assert plan.sync.configs_interval_s == 30
+    assert plan.sync.acls is False and plan.sync.acls_interval_s is None
+    assert plan.cutover.sync_group_offsets is True and plan.cutover.sync_group_offsets_interval_s == 7
+    assert plan.cutover.checkpoint_interval_s == 3
+    assert plan.cutover.refresh_groups is False
+    assert plan.engine.run_checkpoints is True
+
+
+def test_no_checkpoint_loop_when_checkpoints_and_group_sync_are_both_off():
+    plan = plan_from_mm2_properties(MINIMAL + "emit.checkpoints.enabled = false\n", "mm2.properties")
+    assert plan.cutover.emit_checkpoints is False and plan.engine.run_checkpoints is False
+
+
+def test_topic_refresh_off_is_the_longest_refresh_with_a_warning():
+    imported = _imported(MINIMAL + "refresh.topics.enabled = false\n")
+    assert imported.plan.engine.refresh_interval_s == 86_400
+    assert "once a day" in _warning_about(imported, "refresh.topics.enabled")
+
+
+def test_a_periodic_interval_out_of_range_names_the_mm2_key():
+    message = _only_problem_about(MINIMAL + "sync.group.offsets.enabled = true\n"
+                                  "sync.group.offsets.interval.seconds = 0\n", "sync.group.offsets.interval.seconds")
+    assert "from 0.1 to 86400" in message and "cutover.sync_group_offsets_interval_s" in message
 
 
 def _imported(text: str | bytes, flow: str | None = None, environ: dict[str, str] | None = None) -> Mm2Import:
