@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
@@ -88,13 +89,20 @@ class Checkpointer:
         """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
         return plan_groups(self.source_admin, self.plan)
 
-    def run_once(self, sync_offsets: bool | None = None) -> list[GroupSyncResult]:
+    def run_once(self, sync_offsets: bool | None = None, *, emit_checkpoints: bool = True,
+                 groups: list[str] | None = None, keep_going: Callable[[], bool] | None = None,
+                 ) -> list[GroupSyncResult]:
+        """One round: each group's checkpoints written (unless `emit_checkpoints` is false) and, with
+        `sync_offsets` (default cutover.sync_group_offsets), its offsets committed on the target. `groups`
+        (default: listed now) are the groups to translate; the round ends early once `keep_going()` is false."""
         sync = self.plan.cutover.sync_group_offsets if sync_offsets is None else sync_offsets
         self.mapping.refresh()
         results = []
-        for group in self.groups():
+        for group in self.groups() if groups is None else groups:
+            if keep_going is not None and not keep_going():
+                break
             try:
-                results.append(self._checkpoint_group(group, sync))
+                results.append(self._checkpoint_group(group, sync, emit_checkpoints))
             except GroupError as error:  # one group's trouble must not stop the others
                 log.error("%s", error)
                 results.append(GroupSyncResult(group, skipped=str(error)))
@@ -102,10 +110,10 @@ class Checkpointer:
             raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
         return results
 
-    def _checkpoint_group(self, group: str, sync: bool) -> GroupSyncResult:
+    def _checkpoint_group(self, group: str, sync: bool, emit: bool = True) -> GroupSyncResult:
         translation = translate_group(self.plan, self.mapping, group, committed_offsets(self.source_admin, group))
         result = GroupSyncResult(group, pending=len(translation.pending))
-        for (topic, partition), downstream in translation.translated.items():
+        for (topic, partition), downstream in translation.translated.items() if emit else ():
             checkpoint = Checkpoint(group, topic, partition, translation.upstream[(topic, partition)], downstream)
             self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0)
             result.checkpoints += 1

@@ -20,13 +20,32 @@ if TYPE_CHECKING:
     from mirror_engine.prepare import PreparePlan
 
 
-def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
-    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file)."""
-    if args.mm2_config:
-        from mirror_engine.mm2_config import load_mm2_config
+def printable(text: str) -> str:
+    """The text with control, format and line-separator characters shown as escapes: a value echoed from a file
+    cannot move the cursor, recolour the terminal, reorder text or start a line that looks like another."""
+    return "".join(char if char.isprintable() or char == " " else char.encode("unicode_escape").decode("ascii")
+                   for char in text)
 
-        return load_mm2_config(args.mm2_config, flow=args.flow)
+
+def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
+    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file). The MM2 reader's
+    warnings are printed, one line each, also when it refuses the file (they may say why)."""
+    if args.mm2_config:
+        from mirror_engine.mm2_config import Mm2PlanError, read_mm2_config
+
+        try:
+            imported = read_mm2_config(args.mm2_config, flow=args.flow)
+        except Mm2PlanError as error:
+            _print_warnings(args, error.warnings)
+            raise
+        _print_warnings(args, imported.warnings)
+        return imported.plan
     return load_plan(args.plan)
+
+
+def _print_warnings(args: argparse.Namespace, warnings: tuple[str, ...]) -> None:
+    for warning in warnings:
+        print(f"warning: {printable(_in_file(args, redact(warning)))}", file=sys.stderr)
 
 
 def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
@@ -95,8 +114,11 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """The copy (the Replicator) and, beside it, what MM2's dedicated mode also runs (`dedicated`): the checkpoint
+    loop with engine.run_checkpoints, config and ACL sync at their own intervals."""
     import signal
 
+    from mirror_engine.dedicated import BesideTheCopy
     from mirror_engine.engine import EngineError, Replicator, default_worker_id
 
     plan = load_plan_argument(args)
@@ -105,19 +127,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if overrides:
         plan = plan.model_copy(update={"engine": plan.engine.model_copy(update=overrides)})
     worker_id = (args.worker_id or default_worker_id()) if args.command == "worker" else None
-    replicator = Replicator(plan, *_reachable(plan), worker_id=worker_id)
+    source_config, target_config = _reachable(plan)
+    replicator = Replicator(plan, source_config, target_config, worker_id=worker_id)
+    beside = BesideTheCopy(plan, source_config, target_config,
+                           holder=f"mirror-engine-{args.command}-{worker_id or default_worker_id()}")
 
     def stop(signum: int, _frame: object) -> None:
         logging.getLogger("mirror_engine").info("signal %d: stopping after the in-flight records", signum)
+        beside.stop()
         replicator.stop()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    beside.start()
     try:
         summary = replicator.run(max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
     except EngineError as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
+    finally:
+        beside.close()
     print(json.dumps({"records": summary.records, "seconds": round(summary.seconds, 1),
                       "failed_partitions": summary.failed_partitions}))
     return 0 if summary.ok else 1
@@ -147,22 +176,31 @@ def _cmd_latency(args: argparse.Namespace) -> int:
 
 
 def _cmd_checkpoint(args: argparse.Namespace) -> int:
+    """The checkpoint loop alone. It writes only while it holds the flow's checkpoint lease (`checkpoint_loop`):
+    beside a `run` or `worker` that runs the loop itself (engine.run_checkpoints) it stands by, and `--once`
+    refuses, naming the process that writes them."""
     from dataclasses import asdict
 
-    from mirror_engine.checkpoints import Checkpointer
+    from mirror_engine.checkpoint_loop import CheckpointLoop, LeaseRefused
+    from mirror_engine.engine import default_worker_id
 
     plan = load_plan_argument(args)
-    checkpointer = Checkpointer(plan, *_reachable(plan))
+    loop = CheckpointLoop(plan, *_reachable(plan), holder=f"mirror-engine-checkpoint-{default_worker_id()}")
     try:
         if not args.once:
             import signal
 
-            signal.signal(signal.SIGTERM, lambda *_: checkpointer.stop())
-            checkpointer.run(max_seconds=args.max_seconds)
+            signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+            signal.signal(signal.SIGINT, lambda *_: loop.stop())
+            loop.run(max_seconds=args.max_seconds)
             return 0
-        results = checkpointer.run_once()
+        try:
+            results = loop.run_once()
+        except LeaseRefused as error:
+            print(f"error: {redact(str(error))}", file=sys.stderr)
+            return 1
     finally:
-        checkpointer.close()
+        loop.close()
     for result in results:
         print(json.dumps({**asdict(result), "committed": {f"{t}[{p}]": o for (t, p), o in result.committed.items()}}))
     return 0
@@ -266,7 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.set_defaults(handler=_cmd_prepare)
 
     run = commands.add_parser("run", help="copy all the plan's topics in this one process until stopped "
-                                          "(SIGTERM stops cleanly)")
+                                          "(SIGTERM stops cleanly), with heartbeats, topic, config and ACL sync "
+                                          "and, with engine.run_checkpoints (an MM2 file), checkpoints and group "
+                                          "offset sync, as MM2's dedicated mode")
     worker = commands.add_parser("worker", help="copy the share of the plan's partitions that the flow's worker "
                                                 "group gives this process; start as many as needed, anywhere")
     for parser_ in (run, worker):
@@ -303,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     checkpoint = commands.add_parser(
         "checkpoint", help="write MM2-format checkpoints of the plan's groups and sync their offsets to the target "
-                           "(while a group has no members there), every cutover.checkpoint_interval_s")
+                           "(while a group has no members there), every cutover.checkpoint_interval_s; stands by "
+                           "while another process of the flow writes them (a run with engine.run_checkpoints)")
     _add_plan_source(checkpoint)
     checkpoint.add_argument("--once", action="store_true", help="one round, printed as JSON lines")
     checkpoint.add_argument("--max-seconds", type=float, help="stop after this long")
@@ -343,11 +384,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except PlanError as error:
-        print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
+        print(f"error: {printable_lines(_in_file(args, redact(str(error))))}", file=sys.stderr)
         return 2
     except (ClusterUnreachable, KafkaException) as error:
         print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 3
+
+
+def printable_lines(text: str) -> str:
+    """`printable`, line by line: the message's own line breaks stay."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def _in_file(args: argparse.Namespace, message: str) -> str:

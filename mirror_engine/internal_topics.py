@@ -67,6 +67,12 @@ def engine_group_id(plan: MigrationPlan) -> str:
     return f"{ENGINE_GROUP_PREFIX}{plan.name}"
 
 
+def checkpoint_lease_group(plan: MigrationPlan) -> str:
+    """The consumer group on the target whose member holding the checkpoints topic writes the flow's checkpoints
+    and group offsets (`checkpoint_loop`). Plan names hold no dot, so it never equals an engine group id."""
+    return f"{ENGINE_GROUP_PREFIX}checkpoints.{plan.name}"
+
+
 def is_engine_group(group: str) -> bool:
     """A replication engine's own group (of any plan): never checkpointed, synced or switched."""
     return group.startswith(ENGINE_GROUP_PREFIX)
