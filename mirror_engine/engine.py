@@ -173,7 +173,8 @@ class Replicator:
         engine = self.plan.engine
         started = time.monotonic()
         scheduler = Scheduler()
-        scheduler.every("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat, at_once=True)
+        if engine.emit_heartbeats:
+            scheduler.every("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat, at_once=True)
         scheduler.every("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs)
         scheduler.every("progress", engine.progress_interval_s, self.delivery.store_progress)
         scheduler.every("status", engine.status_interval_s, self.reporter.publish, at_once=True)

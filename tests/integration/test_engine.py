@@ -13,6 +13,7 @@ from mirror_engine.engine import Replicator
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.offset_map import OffsetMap
+from mirror_engine.plan import plan_from_dict
 from mirror_engine.progress import load_progress, read_topic_to_end
 from tests.integration.kafka_data import (
     produce,
@@ -20,7 +21,7 @@ from tests.integration.kafka_data import (
     read_partition,
     wait_for_compaction_gaps,
 )
-from tests.integration.plans import create_topics, make_plan
+from tests.integration.plans import create_topics, make_plan, plan_dict
 
 pytestmark = pytest.mark.integration
 
@@ -127,6 +128,16 @@ def test_heartbeats_are_written_in_mm2_format(kafka_pair, unique_name):
     beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_topic_to_end(target.client_config(), "heartbeats")]
     mine = [b for b in beats if b.timestamp_ms >= before and (b.source_alias, b.target_alias) == ("src", "tgt")]
     assert len(mine) >= 2
+
+
+def test_heartbeats_turned_off_are_not_written(kafka_pair, unique_name):
+    source, target = kafka_pair
+    create_topics(source, [NewTopic(unique_name, 1, 1)])
+    data = plan_dict(source, target, unique_name, engine={"emit_heartbeats": False})
+    data["source"]["alias"] = "quiet"
+    Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(max_seconds=3)
+    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_topic_to_end(target.client_config(), "heartbeats")]
+    assert not [b for b in beats if b.source_alias == "quiet"]
 
 
 def test_topics_and_partitions_added_while_running_are_copied(kafka_pair, unique_name):
