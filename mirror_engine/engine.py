@@ -8,7 +8,7 @@
   process or a worker group), each chosen once;
 - the partition assigner: start positions, the target's tail after a crash, gaps, backfill holds
   (`assigner`, `reconcile`); the target's upkeep: topics, configs, ACLs (`target_upkeep`);
-- the status reporter (`status_reporter`) and a small scheduler of the periodic work (`scheduler`).
+- the status reporter (`status_reporter`); the periodic work runs between batches on `mirror_engine.scheduler`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import AtLeastOnce, DeliveryMode, Transactional, transactional_id
 from mirror_engine.replication.faults import EngineError, Faults, OutageWatch
 from mirror_engine.replication.membership import Membership, SingleProcess, WorkerGroup
-from mirror_engine.replication.scheduler import Scheduler
 from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.status_reporter import StatusReporter
 from mirror_engine.replication.target_upkeep import TargetUpkeep
+from mirror_engine.scheduler import PeriodicTask, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -172,15 +172,21 @@ class Replicator:
 
         engine = self.plan.engine
         started = time.monotonic()
-        scheduler = Scheduler()
-        if engine.emit_heartbeats:
-            scheduler.every("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat, at_once=True)
-        scheduler.every("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs)
-        scheduler.every("progress", engine.progress_interval_s, self.delivery.store_progress)
-        scheduler.every("status", engine.status_interval_s, self.reporter.publish, at_once=True)
-        scheduler.every("log", engine.log_interval_s, lambda: self.reporter.log_progress(time.monotonic() - started))
-        scheduler.every("control", 1.0, self._follow_control)
-        scheduler.every("refresh", engine.refresh_interval_s, self._refresh)
+        # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
+        tasks = [
+            PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
+            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs,
+                         engine.offset_sync_interval_s),
+            PeriodicTask("progress", engine.progress_interval_s, self.delivery.store_progress,
+                         engine.progress_interval_s),
+            PeriodicTask("status", engine.status_interval_s, self.reporter.publish),
+            PeriodicTask("log", engine.log_interval_s,
+                         lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
+            PeriodicTask("control", 1.0, self._follow_control, 1.0),
+            PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
+        ]
+        scheduler = Scheduler([task for task in tasks if task.name != "heartbeat" or engine.emit_heartbeats],
+                              name="engine")
         consume, copy = self.clients.consumer.consume, self.copier.copy
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage
         # collector would scan over and over (15% of the copy's time when profiled): scan far less often,
@@ -192,7 +198,7 @@ class Replicator:
             while not self._stop.is_set() and not self.faults.fatal:
                 copy(consume(engine.batch_size, timeout=0.2))
                 now = time.monotonic()
-                scheduler.run_due(now)
+                scheduler.run_due()
                 if max_seconds is not None and now - started >= max_seconds:
                     break
                 if until_caught_up and self.caught_up():

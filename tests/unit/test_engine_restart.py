@@ -1,11 +1,9 @@
-"""Pure parts of the engine's restart and periodic work: the source walk of a target tail, the sync rule, the
-record fingerprint and the scheduler."""
+"""Pure parts of the engine's restart: the source walk of a target tail, the sync rule, the record fingerprint."""
 
 from __future__ import annotations
 
 from mirror_engine.copy_contract import SyncOnDelta, fingerprint
 from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
-from mirror_engine.replication.scheduler import Scheduler
 
 
 def _fp(i: int) -> bytes:
@@ -52,15 +50,3 @@ def test_the_sync_rule_fires_at_the_first_record_and_at_each_change_of_delta():
     assert [rule.due(s, t) for s, t in [(10, 0), (11, 1), (14, 2), (15, 3), (15, 4)]] == [True, False, True, False,
                                                                                           True]
 
-
-def test_the_scheduler_runs_each_task_when_due_and_never_a_disabled_one():
-    ran: list[str] = []
-    scheduler = Scheduler()
-    scheduler.every("first", 1.0, lambda: ran.append("first"), at_once=True)
-    scheduler.every("second", 2.0, lambda: ran.append("second"))
-    scheduler.every("off", 0, lambda: ran.append("off"))
-    start = scheduler.tasks[1].last_run
-    scheduler.run_due(start)
-    scheduler.run_due(start + 1.0)
-    scheduler.run_due(start + 2.0)
-    assert ran == ["first", "first", "first", "second"]
