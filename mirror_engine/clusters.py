@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
@@ -86,9 +87,13 @@ def describe_plan_clusters(
     before reading or writing anything else. Plan validation compares the addresses as written; only the
     clusters themselves can tell that `127.0.0.1:9092` and `localhost:9092` (or a DNS alias, or a load
     balancer) are one cluster, which would replicate every record onto itself, without end.
+
+    Both are asked at the same time; when neither answers, the source's error is the one raised.
     """
-    source = describe_cluster(plan.source.alias, source_config, timeout_s)
-    target = describe_cluster(plan.target.alias, target_config, timeout_s)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        asked_source = pool.submit(describe_cluster, plan.source.alias, source_config, timeout_s)
+        asked_target = pool.submit(describe_cluster, plan.target.alias, target_config, timeout_s)
+        source, target = asked_source.result(), asked_target.result()
     if source.cluster_id and source.cluster_id == target.cluster_id:
         raise SameClusterError(f"'{plan.name}'", [
             f"source, target: source '{plan.source.alias}' ({source_config.get('bootstrap.servers')}) and "

@@ -61,6 +61,7 @@ class ControlChannel:
     def _write(self, key: str, value: dict) -> None:
         ensure_internal_topics(admin_client(self.target_config), self.topics)
         producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all"})
+        producer.list_topics(self.topic, timeout=15)  # its leader now, not at the producer's next scan (0.5 s)
         producer.produce(self.topic, json.dumps({**value, "at_ms": int(time.time() * 1000)}).encode(),
                          key.encode(), 0)
         if producer.flush(30):

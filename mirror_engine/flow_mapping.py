@@ -18,6 +18,7 @@ from mirror_engine.mm2_formats import OffsetSync
 from mirror_engine.offset_map import OffsetMap
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.progress import PartitionProgress, parse_progress
+from mirror_engine.topic_tail import SHORT_FETCH_WAIT, assign_known, consume_available
 from mirror_engine.topics import list_offsets
 
 TopicPartitionKey = tuple[str, int]
@@ -34,10 +35,10 @@ class FlowMapping:
         self._admin = admin_client(target_config)
         self._consumer = Consumer({
             **target_config, "group.id": "mirror-engine-mapping", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True,
+            "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
         })
-        self._consumer.assign([TopicPartition(self.topics.progress, 0, OFFSET_BEGINNING),
-                               TopicPartition(self.topics.offset_syncs, 0, OFFSET_BEGINNING)])
+        assign_known(self._consumer, [TopicPartition(self.topics.progress, 0, OFFSET_BEGINNING),
+                                      TopicPartition(self.topics.offset_syncs, 0, OFFSET_BEGINNING)])
         self._read_up_to = {self.topics.progress: 0, self.topics.offset_syncs: 0}
 
     def close(self) -> None:
@@ -56,7 +57,7 @@ class FlowMapping:
             ends[topic] = list_offsets(self._admin, [TopicPartition(topic, 0)], OffsetSpec.latest())[(topic, 0)]
         deadline = time.monotonic() + timeout_s
         while any(self._read_up_to[topic] < end for topic, end in ends.items()):
-            for message in self._consumer.consume(10_000, timeout=0.2):
+            for message in consume_available(self._consumer, 0.2):
                 error = message.error()
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:

@@ -15,13 +15,12 @@ import json
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_engine.clusters import admin_client
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.topics import list_offsets
+from mirror_engine.topic_tail import SHORT_FETCH_WAIT, consume_available
+from mirror_engine.topics import _RETRIABLE
 
 PROGRESS_NAME = "mirror-engine"
 
@@ -68,33 +67,29 @@ def parse_progress(key: bytes, value: bytes | None) -> tuple[tuple[str, int], Pa
 
 def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0, since_ms: int | None = None) -> list:
     """Every record of partition 0 of a small internal topic, from the beginning (or the first record
-    written at or after `since_ms`) to its current end (none when the topic does not exist: the flow
-    never wrote it). Records of open or aborted transactions are left out."""
-    if topic not in admin_client(config).list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
-        return []
+    written at or after `since_ms`) to its end (none when the topic does not exist: the flow never wrote
+    it). Records of open or aborted transactions are left out.
+
+    One consumer does it all (the metadata, the start, the records) and stops at the end-of-partition
+    event, which the broker sends within `SHORT_FETCH_WAIT` of the last record.
+    """
     consumer = Consumer({
         **config, "group.id": "mirror-engine-reader", "enable.auto.commit": False,
-        "isolation.level": "read_committed", "enable.partition.eof": True,
+        "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
     })
     try:
-        admin = admin_client(config)
-        tp = [TopicPartition(topic, 0)]
-        # Retries the moments after creation when the broker does not yet lead the new partition.
-        low = list_offsets(admin, tp, OffsetSpec.earliest(), timeout_s)[(topic, 0)]
-        high = list_offsets(admin, tp, OffsetSpec.latest(), timeout_s)[(topic, 0)]
-        if high <= low:
+        if topic not in consumer.list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
             return []
+        deadline = time.monotonic() + timeout_s
         start = OFFSET_BEGINNING
         if since_ms is not None:
-            start = list_offsets(admin, tp, OffsetSpec.for_timestamp(since_ms), timeout_s)[(topic, 0)]
+            start = _offset_for_time(consumer, topic, since_ms, deadline)
             if start < 0:  # nothing written since then
                 return []
         consumer.assign([TopicPartition(topic, 0, start)])
         records = []
-        deadline = time.monotonic() + timeout_s
         while True:
-            # consume() waits for a full batch or its timeout, even past the end: keep each wait short.
-            batch = consumer.consume(10_000, timeout=0.2)
+            batch = consume_available(consumer, 0.2)
             if not batch and time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic} stopped short of its end after {timeout_s:.0f} s")
             for message in batch:
@@ -107,6 +102,23 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
                     raise RuntimeError(f"reading {topic}: {error.str()}")
     finally:
         consumer.close()
+
+
+def _offset_for_time(consumer: Consumer, topic: str, since_ms: int, deadline: float) -> int:
+    """The offset of partition 0's first record at or after `since_ms` (-1: none), retrying the brief errors of a
+    just-created partition whose leader is not known yet."""
+    while True:
+        try:
+            [found] = consumer.offsets_for_times([TopicPartition(topic, 0, since_ms)],
+                                                 timeout=max(0.1, deadline - time.monotonic()))
+            if found.error is None:
+                return int(found.offset)
+            error = found.error
+        except KafkaException as raised:
+            error = raised.args[0]
+        if error.code() not in _RETRIABLE or time.monotonic() > deadline:
+            raise KafkaException(error)
+        time.sleep(0.2)
 
 
 def load_progress(config: dict[str, str], topic: str) -> dict[tuple[str, int], PartitionProgress]:

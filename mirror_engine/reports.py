@@ -57,13 +57,16 @@ class ReportStore:
         """Store a report (replacing one of the same kind and name); returns its key."""
         if kind not in REPORT_KINDS:
             raise ValueError(f"report kind must be one of {', '.join(REPORT_KINDS)}, got {kind!r}")
-        ensure_internal_topics(admin_client(self.target_config), self.topics)
         key = f"{kind}:{name}"
         record = {"kind": kind, "name": name, "stored_ms": int(time.time() * 1000), "report": bounded(report)}
-        older = sorted((r["stored_ms"], k) for k, r in self.read().items() if r["kind"] == kind and k != key)
+        stored = self.read()
+        if not self._tail.exists:  # the first report of the flow: its internal topics may not exist yet either
+            ensure_internal_topics(admin_client(self.target_config), self.topics)
+        older = sorted((r["stored_ms"], k) for k, r in stored.items() if r["kind"] == kind and k != key)
         expired = [k for _ms, k in older[: max(0, len(older) + 1 - KEEP_PER_KIND)]]
         producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all",
                              "message.max.bytes": MAX_REPORT_BYTES * 2})
+        producer.list_topics(self.topic, timeout=15)  # its leader now, not at the producer's next scan (0.5 s)
         for old in expired:
             producer.produce(self.topic, None, old.encode(), 0)
         producer.produce(self.topic, json.dumps(record).encode(), key.encode(), 0)

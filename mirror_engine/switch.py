@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -23,6 +24,7 @@ from mirror_engine.groups import commit_offsets, committed_offsets, describe_gro
 from mirror_engine.internal_topics import is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.reports import ReportStore
+from mirror_engine.topic_tail import SHORT_FETCH_WAIT, assign_known, consume_available
 from mirror_engine.topics import list_offsets
 
 
@@ -44,14 +46,68 @@ def fingerprint(message: Message | None) -> str:
     return digest.hexdigest()[:16]
 
 
+TopicPartitionKey = tuple[str, int]
+PROOF_WINDOW = 64  # offsets read before each position, first
+
+
+def records_around_all(config: dict[str, str], positions: dict[TopicPartitionKey, int],
+                       timeout_s: float = 60.0) -> dict[TopicPartitionKey, tuple[Message | None, Message | None]]:
+    """For each partition, the last committed record before its position and the first at or after it (None where
+    there is none), read with one consumer for all partitions from `PROOF_WINDOW` offsets before each position.
+
+    A partition whose window holds no record before the position (compaction or aborted transactions left none
+    there) is looked up again alone, further back (`records_around`).
+    """
+    if not positions:
+        return {}
+    consumer = Consumer({**config, "group.id": "mirror-engine-proof", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         # A window starting before the log's start starts at its start.
+                         "auto.offset.reset": "earliest", **SHORT_FETCH_WAIT})
+    before: dict[TopicPartitionKey, Message] = {}
+    at: dict[TopicPartitionKey, Message] = {}
+    pending = set(positions)
+    deadline = time.monotonic() + timeout_s
+    try:
+        assign_known(consumer, [TopicPartition(topic, partition, max(0, offset - PROOF_WINDOW))
+                                for (topic, partition), offset in positions.items()])
+        while pending:
+            if time.monotonic() > deadline:
+                raise SwitchError(f"reading the records around the switched positions took more than {timeout_s:.0f} "
+                                  f"s ({', '.join(f'{t}[{p}]' for t, p in sorted(pending))} not read)")
+            finished = []
+            for message in consume_available(consumer, 0.2):
+                key = (message.topic(), message.partition())
+                if key not in pending:  # done: what a batch holds past the first record at the position is not read
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(key)
+                        finished.append(key)
+                    continue
+                if message.offset() < positions[key]:
+                    before[key] = message
+                else:
+                    at[key] = message
+                    pending.discard(key)
+                    finished.append(key)
+            if finished:
+                consumer.pause([TopicPartition(*key) for key in finished])
+    finally:
+        consumer.close()
+    return {key: (before.get(key), at.get(key)) if key in before or offset <= PROOF_WINDOW
+            else records_around(config, *key, offset) for key, offset in positions.items()}
+
+
 def records_around(config: dict[str, str], topic: str, partition: int,
                    offset: int) -> tuple[Message | None, Message | None]:
     """The last committed record before `offset` and the first at or after it (None where there is none)."""
     consumer = Consumer({**config, "group.id": "mirror-engine-proof", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
+                         "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT})
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
-        window = 64
+        window = PROOF_WINDOW
         while True:
             start = max(low, offset - window)
             before: Message | None = None
@@ -59,7 +115,7 @@ def records_around(config: dict[str, str], topic: str, partition: int,
             consumer.assign([TopicPartition(topic, partition, start)])
             done = start >= high
             while not done:
-                for message in consumer.consume(500, timeout=1.0):
+                for message in consume_available(consumer, 0.2):
                     if message.error() is not None:
                         if message.error().code() == KafkaError._PARTITION_EOF:
                             done = True
@@ -127,7 +183,7 @@ def _wait_group_empty(admin: AdminClient, group: str, cluster: str, timeout_s: f
         if time.monotonic() - started > timeout_s:
             raise SwitchError(f"group {group!r} still has {state.members} member(s) on the {cluster} after "
                               f"{timeout_s:.0f} s: stop its consumers (or use --fence)")
-        time.sleep(0.5)
+        time.sleep(0.1)
     return time.monotonic() - started
 
 
@@ -175,9 +231,8 @@ class GroupSwitcher:
         if wrong:
             raise SwitchError(f"group {group!r}: the target reports other offsets than those committed: {wrong}")
         committed_s = time.monotonic() - switch_started
-        ends = list_offsets(self.source_admin, [TopicPartition(t, p) for t, p in final], OffsetSpec.latest())
         partitions = self._prove_all([
-            (t, p, final[(t, p)], target_topic, target_offsets[(target_topic, p)], ends[(t, p)] - final[(t, p)])
+            (t, p, final[(t, p)], target_topic, target_offsets[(target_topic, p)])
             for (t, p) in sorted(final)
             for target_topic in [self.policy.format_remote_topic(self.plan.source.alias, t)]
         ])
@@ -208,9 +263,8 @@ class GroupSwitcher:
         self.unfence(group)
         commit_offsets(self.source_admin, group, back)
         committed_s = time.monotonic() - started
-        ends = list_offsets(self.source_admin, [TopicPartition(t, p) for t, p in back], OffsetSpec.latest())
         partitions = self._prove_all([
-            (t, p, back[(t, p)], target_topic, on_target[(target_topic, p)], ends[(t, p)] - back[(t, p)])
+            (t, p, back[(t, p)], target_topic, on_target[(target_topic, p)])
             for (t, p) in sorted(back)
             for target_topic in [self.policy.format_remote_topic(self.plan.source.alias, t)]
         ])
@@ -221,7 +275,11 @@ class GroupSwitcher:
 
     def _store(self, report: GroupSwitchReport) -> None:
         """Keep the report where any component reads it (the cockpit, a later rollback's reader)."""
-        ReportStore(self.plan, self.target_config).put("group-switch", report.group, json.loads(report.to_json()))
+        store = ReportStore(self.plan, self.target_config)
+        try:
+            store.put("group-switch", report.group, json.loads(report.to_json()))
+        finally:
+            store.close()
 
     def _wait_until_copied(self, mapping: FlowMapping, group: str, final: dict[tuple[str, int], int],
                            timeout_s: float) -> tuple[dict[tuple[str, int], int], float]:
@@ -238,31 +296,39 @@ class GroupSwitcher:
                                    for (t, p), o in sorted(missing.items()))
                 raise SwitchError(f"group {group!r}: the engine has not copied past the group's offsets after "
                                   f"{timeout_s:.0f} s: {behind}; nothing was committed on the target")
-            time.sleep(0.2)
+            # The engine stores its progress every engine.progress_interval_s: look again soon, cheaply (only
+            # what it wrote since is read).
+            time.sleep(0.05)
 
-    def _prove_all(self, rows: list[tuple[str, int, int, str, int, int]]) -> list[PartitionSwitch]:
-        """Prove every partition, several at a time: each proof is a few reads on both clusters."""
-        from concurrent.futures import ThreadPoolExecutor
+    def _prove_all(self, rows: list[tuple[str, int, int, str, int]]) -> list[PartitionSwitch]:
+        """Prove every (source topic, partition, source offset, target topic, target offset): the records before and
+        at each position, read on both clusters at once (one consumer each), beside the source's ends (the lag)."""
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            ends = pool.submit(list_offsets, self.source_admin, [TopicPartition(t, p) for t, p, *_ in rows],
+                               OffsetSpec.latest())
+            on_source = pool.submit(records_around_all, self.source_config, {(t, p): o for t, p, o, _, _ in rows})
+            on_target = pool.submit(records_around_all, self.target_config, {(tt, p): o for _, p, _, tt, o in rows})
+            source_ends, source_records, target_records = ends.result(), on_source.result(), on_target.result()
+        return [_proof(t, p, so, tt, to, source_ends[(t, p)] - so, source_records[(t, p)], target_records[(tt, p)])
+                for t, p, so, tt, to in rows]
 
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(lambda row: self._prove(*row, self.source_config, self.target_config), rows))
 
-    @staticmethod
-    def _prove(topic: str, partition: int, source_offset: int, target_topic: str, target_offset: int, lag: int,
-               source_config: dict[str, str], target_config: dict[str, str]) -> PartitionSwitch:
-        source_before, source_at = records_around(source_config, topic, partition, source_offset)
-        target_before, target_at = records_around(target_config, target_topic, partition, target_offset)
-        before = (fingerprint(source_before), fingerprint(target_before))
-        at = (fingerprint(source_at), fingerprint(target_at))
-        problems = []
-        if before[0] != before[1]:
-            problems.append("the records before differ")
-        # A record at the source position that is not on the target yet (still being copied) proves nothing
-        # wrong; a different record there does.
-        if target_at is not None and at[0] != at[1]:
-            problems.append("the records at the position differ")
-        return PartitionSwitch(topic, partition, source_offset, target_topic, target_offset, lag,
-                               f"{before[0]}/{before[1]}", f"{at[0]}/{at[1]}", "; ".join(problems) or "ok")
+def _proof(topic: str, partition: int, source_offset: int, target_topic: str, target_offset: int, lag: int,
+           source: tuple[Message | None, Message | None], target: tuple[Message | None, Message | None]
+           ) -> PartitionSwitch:
+    """Compare the records before and at the position on both clusters."""
+    (source_before, source_at), (target_before, target_at) = source, target
+    before = (fingerprint(source_before), fingerprint(target_before))
+    at = (fingerprint(source_at), fingerprint(target_at))
+    problems = []
+    if before[0] != before[1]:
+        problems.append("the records before differ")
+    # A record at the source position that is not on the target yet (still being copied) proves nothing
+    # wrong; a different record there does.
+    if target_at is not None and at[0] != at[1]:
+        problems.append("the records at the position differ")
+    return PartitionSwitch(topic, partition, source_offset, target_topic, target_offset, lag,
+                           f"{before[0]}/{before[1]}", f"{at[0]}/{at[1]}", "; ".join(problems) or "ok")
 
 
 # ------------------------------------------------------------------ producer switch

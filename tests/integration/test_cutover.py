@@ -8,8 +8,8 @@ import time
 from collections import defaultdict
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from mirror_engine.acls import Acl, create_acls, group_fence, read_acls
 from mirror_engine.checkpoints import Checkpointer
@@ -20,7 +20,15 @@ from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.progress import read_topic_to_end
 from mirror_engine.reports import ReportStore
-from mirror_engine.switch import GroupSwitcher, SwitchError, switch_producers
+from mirror_engine.switch import (
+    GroupSwitcher,
+    SwitchError,
+    fingerprint,
+    records_around,
+    records_around_all,
+    switch_producers,
+)
+from mirror_engine.topics import list_offsets
 from tests.integration.kafka_data import produce, produce_transactions, read_partition, wait_for_compaction_gaps
 from tests.integration.plans import create_topics, make_plan
 
@@ -161,6 +169,23 @@ def test_switched_group_reads_every_record_exactly_once_across_clusters(kafka_pa
         expected = [r.content() for r in records]
         assert len(union) == len(expected), f"{topic}[{partition}]: {len(union) - len(expected)} records re-read"
         assert union == expected, f"{topic}[{partition}]: the group's records across both clusters differ"
+
+
+def test_the_proof_finds_the_records_around_each_position_as_a_partition_read_alone(kafka_pair, cutover_topics):
+    """The switch's proof reads all partitions with one consumer per cluster: around compaction gaps, transaction
+    markers and aborted records, at the log's start and end, it finds the same records as a partition read alone."""
+    source, _ = kafka_pair
+    p = cutover_topics
+    config = source.client_config()
+    keys = [(p + "plain", n) for n in range(3)] + [(p + "compacted", 0)] + [(p + "txn", n) for n in range(2)]
+    ends = list_offsets(AdminClient(config), [TopicPartition(*key) for key in keys], OffsetSpec.latest())
+    for offset in (0, 1, 63, 64, 65, 100, 130, 199, 250, 399, 400, 401):
+        positions = {key: min(offset, ends[key]) for key in keys}
+        found = records_around_all(config, positions)
+        for key, position in positions.items():
+            alone = records_around(config, *key, position)
+            assert [fingerprint(m) for m in found[key]] == [fingerprint(m) for m in alone], (key, position)
+            assert [m.offset() if m else None for m in found[key]] == [m.offset() if m else None for m in alone]
 
 
 def test_checkpoints_sync_offsets_only_while_the_target_group_is_empty(kafka_pair, cutover_topics, unique_name):
