@@ -125,9 +125,18 @@ def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionK
     if not offsets:
         return
     partitions = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())]
+
+    def commit() -> None:
+        result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
+                                                    request_timeout=timeout_s)[group].result()
+        # The request as a whole succeeds while each partition may carry its own error (a coordinator still
+        # loading refuses them all this way): nothing was committed for those.
+        refused = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]
+        if refused:
+            raise KafkaException(refused[0])
+
     try:
-        _retrying(lambda: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
-                                                             request_timeout=timeout_s)[group].result(), timeout_s)
+        _retrying(commit, timeout_s)
     except KafkaException as error:
         raise GroupError(f"committing offsets for group {group!r} failed: {error.args[0].str()} (a group with "
                          "active members cannot be given offsets)") from None
