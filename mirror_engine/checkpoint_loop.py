@@ -28,6 +28,7 @@ import logging
 import time
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mirror_engine.checkpoints import Checkpointer, GroupSyncResult
 from mirror_engine.clusters import admin_client
@@ -37,7 +38,7 @@ from mirror_engine.scheduler import PeriodicTask, Scheduler
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CheckpointLease", "CheckpointLoop", "LeaseRefused"]
+__all__ = ["CheckpointLease", "CheckpointLoop", "LeaseRefused", "lease_holder"]
 
 LEASE_POLL_S = 0.5  # how often the group's callbacks are served between rounds
 
@@ -88,17 +89,12 @@ class CheckpointLease:
 
     def describe_holder(self) -> str:
         """Who holds the lease now, as its group members describe themselves."""
-        admin = admin_client(self._target_config)  # kept alive until the answer: a dropped client never answers
+        admin = admin_client(self._target_config)
         try:
-            description = admin.describe_consumer_groups([self.group], request_timeout=10)[self.group].result()
+            holder = lease_holder(admin, self.plan, exclude_member=self._consumer.memberid())
         except KafkaException as error:
             return f"another process (its group {self.group} could not be described: {error.args[0].str()})"
-        own = self._consumer.memberid()
-        holders = [member for member in description.members if member.member_id != own
-                   and any(tp.topic == self.topic for tp in member.assignment.topic_partitions)]
-        if not holders:
-            return f"no process yet (group {self.group} is still assigning the lease)"
-        return ", ".join(f"'{member.client_id}' on {member.host.lstrip('/')}" for member in holders)
+        return holder or f"no process yet (group {self.group} is still assigning the lease)"
 
     def close(self) -> None:
         """Leave the group: a standby process takes the lease over at once."""
@@ -126,6 +122,15 @@ class CheckpointLease:
         if any(tp.topic == self.topic for tp in partitions) and self._held:
             self._held = False
             log.info("checkpoint lease of plan '%s' given up by %s", self.plan.name, self.holder)
+
+
+def lease_holder(admin: AdminClient, plan: MigrationPlan, exclude_member: str | None = None) -> str | None:
+    """The process holding the flow's checkpoint lease (its client id and host), or None when none does."""
+    group, topic = checkpoint_lease_group(plan), InternalTopics.for_plan(plan).checkpoints
+    description = admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+    holders = [member for member in description.members if member.member_id != exclude_member
+               and any(tp.topic == topic for tp in member.assignment.topic_partitions)]
+    return ", ".join(f"'{member.client_id}' on {member.host.lstrip('/')}" for member in holders) or None
 
 
 class CheckpointLoop:

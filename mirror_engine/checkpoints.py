@@ -91,10 +91,13 @@ class Checkpointer:
 
     def run_once(self, sync_offsets: bool | None = None, *, emit_checkpoints: bool = True,
                  groups: list[str] | None = None, keep_going: Callable[[], bool] | None = None,
-                 ) -> list[GroupSyncResult]:
+                 write: bool = True) -> list[GroupSyncResult]:
         """One round: each group's checkpoints written (unless `emit_checkpoints` is false) and, with
         `sync_offsets` (default cutover.sync_group_offsets), its offsets committed on the target. `groups`
-        (default: listed now) are the groups to translate; the round ends early once `keep_going()` is false."""
+        (default: listed now) are the groups to translate; the round ends early once `keep_going()` is false.
+        With `write` false nothing is written: each result says what the round would have done (`skipped` names
+        the partitions of a group not yet at their translation on the target), for a reader while another
+        process writes (`checkpoint_loop`)."""
         sync = self.plan.cutover.sync_group_offsets if sync_offsets is None else sync_offsets
         self.mapping.refresh()
         results = []
@@ -102,7 +105,7 @@ class Checkpointer:
             if keep_going is not None and not keep_going():
                 break
             try:
-                results.append(self._checkpoint_group(group, sync, emit_checkpoints))
+                results.append(self._checkpoint_group(group, sync, emit_checkpoints and write, write))
             except GroupError as error:  # one group's trouble must not stop the others
                 log.error("%s", error)
                 results.append(GroupSyncResult(group, skipped=str(error)))
@@ -110,7 +113,7 @@ class Checkpointer:
             raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
         return results
 
-    def _checkpoint_group(self, group: str, sync: bool, emit: bool = True) -> GroupSyncResult:
+    def _checkpoint_group(self, group: str, sync: bool, emit: bool = True, write: bool = True) -> GroupSyncResult:
         translation = translate_group(self.plan, self.mapping, group, committed_offsets(self.source_admin, group))
         result = GroupSyncResult(group, pending=len(translation.pending))
         for (topic, partition), downstream in translation.translated.items() if emit else ():
@@ -133,6 +136,10 @@ class Checkpointer:
                 result.kept_ahead.append(f"{key[0]}[{key[1]}]")  # never backwards: it consumed on the target
             elif current.get(key) != offset:
                 wanted[key] = offset
+        if not write:
+            result.skipped = (f"{len(wanted)} partition(s) not at their translation on the target yet"
+                              if wanted else "")
+            return result
         commit_offsets(self.target_admin, group, wanted)
         result.committed = wanted
         return result

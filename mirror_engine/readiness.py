@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AclBindingFilter, AdminClient, OffsetSpec
 
 from mirror_engine.acls import Acl, group_fence, topic_write_fence
+from mirror_engine.checkpoint_loop import lease_holder
 from mirror_engine.checkpoints import Checkpointer, translate_group
 from mirror_engine.clusters import admin_client
 from mirror_engine.flow_watch import FlowWatch
@@ -197,7 +198,9 @@ class CheckpointsCurrent(ReadinessCheck):
     """Each poll runs one checkpoint round (checkpoints written, offsets synced into groups idle on the target,
     as MirrorMaker 2's checkpoint task does on its timer) and reports whether every group the plan selects is
     current on the target: its offsets there are the exact translation of its source offsets. Groups still
-    consuming on either cluster move on their own and are named, not waited for."""
+    consuming on either cluster move on their own and are named, not waited for. While another process holds
+    the flow's checkpoint lease (a `run` or `worker` with engine.run_checkpoints, or `checkpoint`), the round
+    only reads: that process writes, and this check waits for it (`checkpoint_loop`)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
         super().__init__(plan, source_config, target_config)
@@ -206,7 +209,8 @@ class CheckpointsCurrent(ReadinessCheck):
     def check(self) -> Readiness:
         if self._checkpointer is None:
             self._checkpointer = Checkpointer(self.plan, self.source_config, self.target_config)
-        results = self._checkpointer.run_once()
+        holder = lease_holder(self._checkpointer.target_admin, self.plan)
+        results = self._checkpointer.run_once(write=holder is None)
         behind, moving, current = [], [], []
         for result in results:
             if result.pending:
@@ -220,6 +224,8 @@ class CheckpointsCurrent(ReadinessCheck):
             else:
                 current.append(result.group)
         progress = f"{len(current)} group(s) current on the target"
+        if holder is not None:
+            progress += f" (written by the flow's checkpoint loop in {holder})"
         if moving:
             progress += f"; still consuming, not waited for: {_named(moving)}"
         if behind:

@@ -31,6 +31,7 @@ from kafka_local.mm2 import (
     wait_for_records,
 )
 from kafka_local.mm2_client import translate_offsets
+from mirror_engine.groups import commit_offsets
 from mirror_engine.internal_topics import checkpoint_lease_group
 from mirror_engine.mm2_config import read_mm2_config
 from mirror_engine.mm2_formats import HEARTBEATS_TOPIC, Heartbeat
@@ -99,9 +100,7 @@ def test_one_mm2_file_gives_the_same_effects_from_mirrormaker2_and_mirror_engine
     for topic in (plain, compacted):
         produce(source, topic, [(i % PARTITIONS, f"k{i}".encode(), f"v{i}".encode(), [("n", str(i).encode())],
                                  now + i) for i in range(PARTITIONS * PER_PARTITION)])
-    consumer = Consumer({**source.client_config(), "group.id": group, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(plain, p, o) for p, o in COMMITTED.items()], asynchronous=False)
-    consumer.close()
+    commit_offsets(AdminClient(source.client_config()), group, {(plain, p): o for p, o in COMMITTED.items()})
 
     tag = uuid.uuid4().hex[:6]
     mm_alias, engine_alias, target_alias = f"mm{tag}", f"me{tag}", f"t{tag}"
