@@ -33,8 +33,9 @@ $(AIRFLOW_HOME)/airflow.db: $(VENV)/.installed
 
 setup: $(VENV)/.installed .cache/.jars $(AIRFLOW_HOME)/airflow.db
 
+# `make demo MM2=1`: the same migration from demo/mm2.properties, through `mirror-engine run --mm2-config`.
 demo: setup
-	$(PY) demo/run_demo.py
+	$(PY) demo/$(if $(MM2),run_demo_mm2.py,run_demo.py)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
