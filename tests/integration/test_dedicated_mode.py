@@ -1,0 +1,65 @@
+"""What `run` does beside the copy, on real clusters: config sync at MM2's own interval, between topic refreshes."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from mirror_engine.dedicated import BesideTheCopy
+from mirror_engine.engine import Replicator
+from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.topics import describe_topic_configs, topic_overrides
+from tests.integration.plans import create_topics
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_config_changed_on_the_source_reaches_the_target_at_the_config_sync_interval(kafka_pair, unique_name):
+    source, target = kafka_pair
+    topic = f"{unique_name}-cfg"
+    create_topics(source, [NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])
+    tag = uuid.uuid4().hex[:6]
+    text = (f"clusters = s{tag}, t{tag}\ns{tag}.bootstrap.servers = {source.bootstrap}\n"
+            f"t{tag}.bootstrap.servers = {target.bootstrap}\ns{tag}->t{tag}.enabled = true\n"
+            f"s{tag}->t{tag}.topics = {re.escape(topic)}\n"
+            "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
+            "replication.factor = 1\nemit.checkpoints.enabled = false\n"
+            # Topics (and with them configs) are refreshed every 600 s: only the config sync task can be quicker.
+            "refresh.topics.interval.seconds = 600\nsync.topic.configs.interval.seconds = 2\n")
+    plan = import_mm2_properties(text, "mm2.properties").plan
+    assert not plan.engine.run_checkpoints
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
+    beside = BesideTheCopy(plan, source.client_config(), target.client_config(), holder="test")
+    target_admin = AdminClient(target.client_config())
+
+    def on_target() -> dict[str, str]:
+        found = describe_topic_configs(target_admin, [topic]) if topic in target_admin.list_topics(
+            timeout=10).topics else {}
+        return topic_overrides(found.get(topic, []))
+
+    runner.start()
+    beside.start()
+    try:
+        deadline = time.monotonic() + 60
+        while on_target().get("retention.ms") != "3600000":  # prepared with its configs as the copy starts
+            assert time.monotonic() < deadline, "the target topic was not prepared"
+            time.sleep(0.5)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+        source_admin = AdminClient(source.client_config())  # held until the answer: a dropped client never answers
+        for future in source_admin.incremental_alter_configs([resource]).values():
+            future.result()
+        changed = time.monotonic()
+        while on_target().get("retention.ms") != "7200000":
+            assert time.monotonic() - changed < 20, "the config change did not reach the target before a refresh"
+            time.sleep(0.5)
+    finally:
+        replicator.stop()
+        runner.join(60)
+        beside.close()
