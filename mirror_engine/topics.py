@@ -174,6 +174,7 @@ def list_offsets(
 ) -> dict[tuple[str, int], int]:
     """{(topic, partition): offset} for `spec`, retrying the brief errors of a just-created or moving leader."""
     deadline = time.monotonic() + timeout_s
+    backoff = 0.05  # a new topic's leader answers within a few hundred ms: look again soon, then less often
     while True:
         futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout_s,
                                      isolation_level=isolation_level)
@@ -182,7 +183,8 @@ def list_offsets(
         except KafkaException as error:
             if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
                 raise
-            time.sleep(0.3)
+            time.sleep(backoff)
+            backoff = min(0.3, backoff * 2)
             for topic in {tp.topic for tp in tps}:
                 admin.list_topics(topic, timeout=timeout_s)  # refreshes the client's metadata of the topic
 
@@ -195,7 +197,7 @@ def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 1
         metadata = admin.list_topics(timeout=5)
         missing = {n for n in missing if not _served(metadata.topics.get(n))}
         if missing:
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def _served(topic: Any) -> bool:
