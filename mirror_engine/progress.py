@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from mirror_engine.clusters import admin_client
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.topic_tail import SHORT_FETCH_WAIT, consume_available
@@ -73,13 +74,16 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
     One consumer does it all (the metadata, the start, the records) and stops at the end-of-partition
     event, which the broker sends within `SHORT_FETCH_WAIT` of the last record.
     """
+    # Asked first, with an admin client: a consumer (it needs a group id) looks up its group's coordinator as
+    # soon as it exists, which creates `__consumer_offsets` on a cluster that has none, and `plan` or a dry-run
+    # must change nothing on a fresh target.
+    if topic not in admin_client(config).list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
+        return []
     consumer = Consumer({
         **config, "group.id": "mirror-engine-reader", "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
     })
     try:
-        if topic not in consumer.list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
-            return []
         deadline = time.monotonic() + timeout_s
         start = OFFSET_BEGINNING
         if since_ms is not None:
