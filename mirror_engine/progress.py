@@ -20,7 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from mirror_engine.clusters import admin_client
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.topic_tail import SHORT_FETCH_WAIT, consume_available
+from mirror_engine.topic_tail import SHORT_FETCH_WAIT, assign_known, consume_available
 from mirror_engine.topics import _RETRIABLE
 
 PROGRESS_NAME = "mirror-engine"
@@ -71,8 +71,9 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
     written at or after `since_ms`) to its end (none when the topic does not exist: the flow never wrote
     it). Records of open or aborted transactions are left out.
 
-    One consumer does it all (the metadata, the start, the records) and stops at the end-of-partition
-    event, which the broker sends within `SHORT_FETCH_WAIT` of the last record.
+    The consumer learns the topic's leader before it is assigned (`assign_known`: else its first fetch waits
+    up to a second for librdkafka's scan of unknown topics) and stops at the end-of-partition event, which the
+    broker sends within `SHORT_FETCH_WAIT` of the last record.
     """
     # Asked first, with an admin client: a consumer (it needs a group id) looks up its group's coordinator as
     # soon as it exists, which creates `__consumer_offsets` on a cluster that has none, and `plan` or a dry-run
@@ -90,7 +91,7 @@ def read_topic_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.
             start = _offset_for_time(consumer, topic, since_ms, deadline)
             if start < 0:  # nothing written since then
                 return []
-        consumer.assign([TopicPartition(topic, 0, start)])
+        assign_known(consumer, [TopicPartition(topic, 0, start)], timeout_s)
         records = []
         while True:
             batch = consume_available(consumer, 0.2)
