@@ -14,12 +14,14 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 .PHONY: setup demo test lint unit clean
 
+# The packages' bytecode is compiled at install: uv leaves it to the first import otherwise, and where Python may
+# not write it (PYTHONDONTWRITEBYTECODE, read-only images) every command compiled its imports again at each start.
 $(VENV)/.installed: requirements.txt pyproject.toml
 	./scripts/ensure-system-deps.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null
 	$(PY) -m pip install -q --disable-pip-version-check uv
-	$(BIN)/uv pip install -q --python $(PY) -r requirements.txt
+	$(BIN)/uv pip install -q --python $(PY) --compile-bytecode -r requirements.txt
 	$(BIN)/uv pip install -q --python $(PY) --no-deps -e .
 	touch $@
 

@@ -31,6 +31,22 @@ def test_switch_benchmark_runs_at_a_tiny_size():
     assert all(row[-2:] == ["0", "0"] for row in rows), f"records re-read or skipped after a switch: {rows}"
 
 
+def test_startup_and_switch_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "startup_and_switch.py"), "--runs", "1",
+                             "--traced-runs", "1", "--partitions", "2", "--backlog", "200", "--rate", "100"],
+                            capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    startup = [line.split() for line in lines if line.startswith("this checkout") and " bytecode" not in line
+               and ("restart" in line or "new plan" in line)]
+    assert len(startup) == 4, result.stdout
+    switch = [line.split() for line in lines if line.startswith("this checkout") and (" CLI " in line
+                                                                                       or " in-process " in line)]
+    assert len(switch) == 3, result.stdout
+    assert any(line.startswith("first record seen on the target") for line in lines), result.stdout
+    assert sum(line.startswith("every partition proven") for line in lines) == 2, result.stdout
+
+
 @pytest.mark.spark
 def test_backfill_and_validation_benchmark_runs_at_a_tiny_size():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "backfill_validation.py"), "--records", "4000"],

@@ -1,0 +1,140 @@
+"""`mirror-engine` with a time stamp on each of its start-up steps, for `startup_and_switch.py`.
+
+    python bench/startup_trace.py run --plan FILE            # as `mirror-engine run --plan FILE`
+
+It imports the CLI (timed), wraps the functions that make up the start-up of `run` and of `switch-group`
+so that each call prints one line to stderr when it returns, then runs the CLI's `main()` unchanged:
+
+    TRACE <ms since launch> <ms the call took> <step>
+
+"Since launch" counts from `STARTUP_TRACE_LAUNCHED_AT` (a `time.time()` the launching script sets just
+before it starts the process), so the first line shows the interpreter's own start. Steps that do not
+exist in the code being traced (it moves) are skipped; the engine's first consumed batch is marked once.
+A wrapper costs a few microseconds per call.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+LAUNCHED_AT = float(os.environ.get("STARTUP_TRACE_LAUNCHED_AT") or time.time())
+
+# (module, attribute path, step name). A function imported by name into another module is wrapped where
+# it is called from. Indented steps happen inside the one below them.
+STEPS = [
+    ("mirror_engine.cli", "load_plan_argument", "load the plan"),
+    ("mirror_engine.cli", "describe_plan_clusters", "describe both clusters (CLI)"),
+    ("mirror_engine.replication.clients", "describe_cluster", "  describe one cluster (engine)"),
+    ("mirror_engine.replication.clients", "ensure_internal_topics", "  internal topics check"),
+    ("mirror_engine.replication.clients", "topic_limits", "  internal topics' limits"),
+    ("mirror_engine.replication.clients", "EngineClients.connect", "engine clients built"),
+    ("mirror_engine.control", "ControlChannel.load", "control topic loaded"),
+    ("mirror_engine.engine", "load_progress", "progress loaded"),
+    ("mirror_engine.prepare", "describe_plan_clusters", "  describe both clusters (preparation)"),
+    ("mirror_engine.prepare", "read_source_state", "  source state read"),
+    ("mirror_engine.prepare", "read_target_state", "  target state read"),
+    ("mirror_engine.replication.target_upkeep", "plan_preparation", "  target preparation planned"),
+    ("mirror_engine.replication.target_upkeep", "apply_actions", "  target changes applied"),
+    ("mirror_engine.replication.target_upkeep", "TargetUpkeep.prepare", "target prepared"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner.plan_partitions", "source partitions listed"),
+    ("mirror_engine.replication.membership", "SingleProcess.check_no_other_kind_runs", "no workers beside"),
+    ("mirror_engine.replication.status_reporter", "StatusReporter.start_server", "status server started"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner.describe_targets", "  target topics described"),
+    ("mirror_engine.replication.assigner", "_topic_ids", "  source topic ids"),
+    ("mirror_engine.replication.assigner", "list_offsets", "  offsets listed"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner.producer_knows", "  producer metadata"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner.assign_new", "partitions assigned"),
+    # switch-group
+    ("mirror_engine.switch", "GroupSwitcher.__init__", "switcher built"),
+    ("mirror_engine.switch", "describe_group", "  group described"),
+    ("mirror_engine.switch", "_wait_group_empty", "group empty on the source"),
+    ("mirror_engine.switch", "committed_offsets", "  group offsets read"),
+    ("mirror_engine.switch", "FlowMapping.refresh", "  mapping refreshed"),
+    ("mirror_engine.switch", "GroupSwitcher._wait_until_copied", "copied past the group's offsets"),
+    ("mirror_engine.switch", "commit_offsets", "offsets committed on the target"),
+    ("mirror_engine.switch", "list_offsets", "  source ends listed"),
+    ("mirror_engine.switch", "GroupSwitcher._prove_all", "every partition proven"),
+    ("mirror_engine.reports", "ReportStore.read", "  stored reports read"),
+    ("mirror_engine.switch", "GroupSwitcher._store", "report stored"),
+]
+
+Sink = Callable[[str, float, float], None]  # (step, began, ended), time.time() stamps
+
+
+def mark(step: str, began: float, ended: float | None = None) -> None:
+    ended = time.time() if ended is None else ended
+    print(f"TRACE {(ended - LAUNCHED_AT) * 1000:.0f} {(ended - began) * 1000:.0f} {step}", file=sys.stderr,
+          flush=True)
+
+
+def _wrap(function: Callable[..., Any], step: str, sink: Sink) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        began = time.time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            sink(step, began, time.time())
+
+    return timed
+
+
+def install(steps: list[tuple[str, str, str]], sink: Sink = mark) -> None:
+    """Wrap each step's function so that every call reports to `sink` when it returns."""
+    for module_name, path, step in steps:
+        try:
+            owner: Any = importlib.import_module(module_name)
+            *parents, name = path.split(".")
+            for parent in parents:
+                owner = getattr(owner, parent)
+            function = getattr(owner, name)
+        except (ImportError, AttributeError):
+            continue
+        if isinstance(owner, type) and isinstance(owner.__dict__.get(name), staticmethod):
+            setattr(owner, name, staticmethod(_wrap(function, step, sink)))
+        else:
+            setattr(owner, name, _wrap(function, step, sink))
+
+
+def mark_first_copy(sink: Sink = mark) -> None:
+    """One mark when the engine first hands consumed records to its copier."""
+    try:
+        from mirror_engine.replication.copier import RecordCopier
+    except ImportError:
+        return
+    copy = RecordCopier.copy
+    seen: list[bool] = []
+
+    def first(self: Any, messages: list[Any]) -> None:
+        if not seen and any(message.error() is None for message in messages):
+            seen.append(True)
+            now = time.time()
+            sink(f"first records consumed ({len(messages)})", now, now)
+        copy(self, messages)
+
+    RecordCopier.copy = first  # type: ignore[method-assign]
+
+
+def main() -> int:
+    mark("python started", LAUNCHED_AT)
+    began = time.time()
+    cli = importlib.import_module("mirror_engine.cli")
+    mark("import mirror_engine.cli", began)
+    began = time.time()
+    importlib.import_module("mirror_engine.switch" if "switch-group" in sys.argv else "mirror_engine.engine")
+    mark("import the command's modules", began)
+    install(STEPS)
+    mark_first_copy()
+    sys.argv = ["mirror-engine", *sys.argv[1:]]
+    return int(cli.main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
