@@ -123,6 +123,10 @@ class PartitionAssigner:
             assignment.append(TopicPartition(topic, partition, position))
         consumer = self.clients.consumer
         if assignment or stopped:
+            # Learn the topics' leaders first: else the first fetch waits for librdkafka's scan of unknown
+            # topics, once a second (measured: 0.75 s before the first record, 0.05 s after asking).
+            for topic in topics:
+                consumer.list_topics(topic, timeout=15)
             consumer.incremental_assign(assignment + stopped)
             if stopped:
                 consumer.pause(stopped)
