@@ -177,7 +177,8 @@ def test_kill_9_during_a_rebalance_copies_each_record_once(kafka_pair, unique_na
         producer.join()
     flow.wait(flow.caught_up, "the copy to catch up", timeout_s=180)
     flow.stop_all()
-    assert "counted as copied" in flow.log("w2")
+    # Whether w1 left a tail past its stored progress depends on the moment of the kill (the crash test asserts
+    # the reconciliation itself); whatever it left, each record is on the target once.
     flow.compare()
 
 
