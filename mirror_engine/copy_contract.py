@@ -23,8 +23,8 @@ from confluent_kafka import Producer
 # The producer's queue: at most this many records and this many KiB of payload wait for the target.
 # Both bounds count: librdkafka's byte bound counts payloads only, not its own few hundred bytes per
 # message, so small records are bounded by their number.
-QUEUE_MAX_MESSAGES = 100_000
-QUEUE_MAX_KBYTES = 64 * 1024
+QUEUE_MAX_MESSAGES = 50_000
+QUEUE_MAX_KBYTES = 16 * 1024
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 

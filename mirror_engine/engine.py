@@ -19,12 +19,14 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from mirror_engine.control import ControlChannel
 from mirror_engine.internal_topics import InternalTopics, engine_group_id
+from mirror_engine.memory import IdleTrim
 from mirror_engine.partition_state import PartitionState
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.progress import load_progress
@@ -157,9 +159,11 @@ class Replicator:
     def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
         """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
         self._build()
-        self.control.load()
+        with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
+            stored = reader.submit(load_progress, self.target_config, self.topics.progress)
+            self.control.load()
+            self.assigner.stored = stored.result()
         self._set_flow_state(self.control.flow_state)
-        self.assigner.stored = load_progress(self.target_config, self.topics.progress)
         self.assigner.source_topics = self.upkeep.prepare(self._managed_topics(), initial=True) or []
         self.assigner.initial_partitions = self.assigner.plan_partitions()
         self.membership.check_no_other_kind_runs()
@@ -172,6 +176,8 @@ class Replicator:
 
         engine = self.plan.engine
         started = time.monotonic()
+        idle_trim = IdleTrim(lambda: sum(state.records_copied for state in self.states.values()),
+                             clock=time.monotonic)
         # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
         tasks = [
             PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
@@ -184,6 +190,7 @@ class Replicator:
                          lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
             PeriodicTask("control", 1.0, self._follow_control, 1.0),
             PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
+            PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
         ]
         scheduler = Scheduler([task for task in tasks if task.name != "heartbeat" or engine.emit_heartbeats],
                               name="engine")

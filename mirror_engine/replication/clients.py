@@ -27,8 +27,9 @@ log = logging.getLogger("mirror_engine.engine")
 
 # The consumer's prefetch per partition and in all: enough to keep the copy busy, little enough that
 # a backlog of small records (where librdkafka's per-message overhead dwarfs the payload) stays small.
-PREFETCH_MIN_MESSAGES = 20_000
-PREFETCH_MAX_KBYTES = 32 * 1024
+# Measured by bench/soak_memory.py (its table is in bench/README.md).
+PREFETCH_MIN_MESSAGES = 10_000
+PREFETCH_MAX_KBYTES = 8 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
 
 
@@ -86,10 +87,14 @@ class EngineClients:
             "enable.partition.eof": True,
             # A position that fell behind the log start is an error to report, never a silent reset.
             "auto.offset.reset": "error",
-            "fetch.max.bytes": 16 * 1024 * 1024,
-            "max.partition.fetch.bytes": 4 * 1024 * 1024,
+            # Small fetches, asked for again soon (10 ms, not librdkafka's 1 s, once the prefetch is full):
+            # each response holds its buffer until its last record is copied, so big ones pin the memory.
+            # A record larger than these is still fetched whole, alone.
+            "fetch.max.bytes": 1024 * 1024,
+            "max.partition.fetch.bytes": 256 * 1024,
             "queued.min.messages": PREFETCH_MIN_MESSAGES,
             "queued.max.messages.kbytes": PREFETCH_MAX_KBYTES,
+            "fetch.queue.backoff.ms": 10,
             # Bytes fetched per partition, for the status, at no cost to the copy loop.
             "statistics.interval.ms": max(1000, int(engine.status_interval_s * 1000)),
             "stats_cb": callbacks.on_consumer_stats,
