@@ -8,10 +8,12 @@ acknowledged (`PartitionState.copied_position`).
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from mirror_engine.copy_contract import produce_when_room
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.partition_state import PartitionState
@@ -33,17 +35,40 @@ class SideRecordWriter:
         self.states = states
         self._producer = producer
         self.faults = faults
+        self.unsent_syncs: deque[tuple[bytes, bytes]] = deque()  # held back by a full queue, oldest first
 
     # ------------------------------------------------------------------ offset-syncs
     def send_sync(self, state: PartitionState, source: int, target: int) -> None:
+        """Write an offset-sync, or hold it back while the producer's queue is full.
+
+        Called from the copied records' delivery callbacks, while the copy loop waits for room in that same
+        queue: it must neither wait here (inside the producer's poll) nor raise. A held-back sync stays in
+        `syncs_in_flight`, so the stored progress cannot pass it, and every later sync waits behind it: they
+        are acknowledged in the order they were made (`on_delivery` pops the oldest).
+        """
         sync = OffsetSync(state.topic, state.partition, source, target)
         state.syncs_in_flight.append((source, target))
         state.last_synced_source = source
-        self._producer().produce(self.topics.offset_syncs, sync.record_value(), sync.record_key(), 0,
-                                 self.on_delivery)
+        record = (sync.record_value(), sync.record_key())
+        if not self.unsent_syncs:
+            try:
+                self._producer().produce(self.topics.offset_syncs, record[0], record[1], 0, self.on_delivery)
+                return
+            except BufferError:
+                pass
+        self.unsent_syncs.append(record)
+
+    def send_unsent_syncs(self) -> None:
+        """Write the held-back offset-syncs in their order, waiting for room (never from a delivery callback)."""
+        producer = self._producer()
+        while self.unsent_syncs:
+            value, key = self.unsent_syncs[0]
+            produce_when_room(producer, self.topics.offset_syncs, value, key, 0, self.on_delivery, 0, None)
+            self.unsent_syncs.popleft()
 
     def send_periodic_syncs(self) -> None:
         """Refresh syncs of partitions that moved: MM2's readers translate from the latest sync before an offset."""
+        self.send_unsent_syncs()
         for state in self.states.values():
             if state.acked_source > state.last_synced_source and not state.failed:
                 self.send_sync(state, state.acked_source, state.acked_target)
@@ -63,6 +88,7 @@ class SideRecordWriter:
     # ------------------------------------------------------------------ progress
     def write_progress(self, keys: list[TopicPartitionKey] | None = None, force: bool = False) -> None:
         """Store the copied position of these partitions (all by default) where it moved (or always: `force`)."""
+        self.send_unsent_syncs()
         states = self.states.values() if keys is None else [self.states[key] for key in keys]
         producer = self._producer()
         for state in states:
@@ -71,12 +97,12 @@ class SideRecordWriter:
                 progress = PartitionProgress(
                     state.topic, state.partition, position, state.progress_target_position(), state.topic_id
                 )
-                producer.produce(self.topics.progress, progress.value(), progress.key(self.source_alias), 0,
-                                 self.on_delivery)
+                produce_when_room(producer, self.topics.progress, progress.value(), progress.key(self.source_alias),
+                                  0, self.on_delivery, 0, None)
                 state.stored_position = position
 
     # ------------------------------------------------------------------ heartbeats
     def send_heartbeat(self) -> None:
         beat = Heartbeat(self.source_alias, self.target_alias, int(time.time() * 1000))
-        self._producer().produce(self.topics.heartbeats, beat.record_value(), beat.record_key(), 0,
-                                 self.on_delivery, timestamp=beat.timestamp_ms)
+        produce_when_room(self._producer(), self.topics.heartbeats, beat.record_value(), beat.record_key(), 0,
+                          self.on_delivery, beat.timestamp_ms, None)
