@@ -5,7 +5,8 @@ partitions) the script loads the backlog into a fresh source topic. Then, round 
 measures the raw produce rate into the target (a plain producer writing up to `--raw-records` records from memory,
 with the engine's producer settings) and runs each engine contender as its own `mirror-engine run` process,
 copying the backlog into fresh target topics until the target holds every record, then idle for `--idle`
-seconds. Every second it reads the engine's `VmRSS` from /proc and counts the records on the target.
+seconds. Every second (`--sample-every`) it reads the engine's `VmRSS` from /proc and counts the records on the
+target.
 
 Per contender it prints the RSS curve against records copied, then a table with one row per run:
 - `seconds`, `records/s`: from launching the process until the target holds every record (start-up included);
@@ -212,7 +213,7 @@ def soak(contender: Contender, index: int, case: str, records: int, source: Kafk
                 break
             if tick - started > args.timeout:
                 raise TimeoutError(f"{contender.label}: {copied:,} of {records:,} records after {args.timeout:.0f} s")
-            time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+            time.sleep(max(0.0, args.sample_every - (time.monotonic() - tick)))
     finally:
         usage = stop_process(process, timeout_s=90)
     if contender.heap_every_s:
@@ -247,6 +248,8 @@ def main() -> None:
     parser.add_argument("--raw-records", type=int, default=5_000_000,
                         help="records of each round's raw produce (at most the backlog)")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds idle after catching up")
+    parser.add_argument("--sample-every", type=float, default=1.0,
+                        help="seconds between samples (also the precision of each run's seconds)")
     parser.add_argument("--print-every", type=int, default=5, help="print every Nth sample of the RSS curve")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per contender and case")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each phase")

@@ -34,16 +34,17 @@ def test_switch_benchmark_runs_at_a_tiny_size():
 def test_soak_memory_benchmark_runs_at_a_tiny_size():
     # The engine as it is, and once through engine_with_settings.py (client settings, mallopt, trim, heap report).
     tried = ("tried,consumer.queued.min.messages=1000,producer.queue.buffering.max.messages=1000,"
-             "mallopt.mmap_threshold=262144,trim=1,heap=1")
+             "mallopt.mmap_threshold=262144,trim=1,heap=0.2")
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "soak_memory.py"), "--case", "4000x100", "--case",
                              "800x1024", "--idle", "2", "--engine", "plain", "--engine", tried],
                             capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    rows = [line.split() for line in lines if line.startswith(("4,000 x 100 B", "800 x 1024 B"))]
+    rows = [line.split() for line in lines
+            if line.startswith(("4,000 x 100 B", "800 x 1024 B")) and "loaded" not in line]
     assert [row[4] for row in rows] == ["plain", "tried", "plain", "tried"], result.stdout
     assert all(int(row[-3].replace(",", "")) > 0 for row in rows), result.stdout  # a peak RSS for every run
-    assert sum(line.startswith("  heap (glibc mallinfo2") for line in lines) == 2, result.stdout
+    assert any(line.startswith("  heap (glibc mallinfo2") for line in lines), result.stdout  # the heap report
 
 
 def test_startup_and_switch_benchmark_runs_at_a_tiny_size():
