@@ -53,7 +53,7 @@ from engine_vs_raw import PARTITIONS, PRODUCER_SETTINGS, make_records
 from vs_mm2 import ENGINE_SETTINGS, cluster_section, create_topics, print_table, stop_clusters
 
 from kafka_local.cluster import KafkaCluster, start_pair
-from kafka_local.mm2 import ProcessUsage, count_records, exit_code, stop_process
+from kafka_local.mm2 import ProcessUsage, count_records, exit_code, memory_bytes, stop_process
 from mirror_engine.plan import plan_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,18 +133,6 @@ class SoakRun:
         return max((s.rss_bytes for s in self.samples if s.copied <= fraction * self.records), default=0)
 
 
-def rss_bytes(pid: int) -> int:
-    """The process's resident set now (`VmRSS`), 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except FileNotFoundError:
-        pass
-    return 0
-
-
 def produce_stream(cluster: KafkaCluster, topic: str, count: int, pool: list[tuple[bytes, bytes, list]]) -> float:
     """Produce `count` records (the pool's, over and over; partition = index mod 8); seconds to the last ack."""
     producer = Producer({**cluster.client_config(), **PRODUCER_SETTINGS})
@@ -197,7 +185,7 @@ def soak(contender: Contender, index: int, case: str, records: int, source: Kafk
             except Exception as error:  # the target topic being created: no leader yet
                 log.debug("counting: %s", error)
                 copied = samples[-1].copied if samples else 0
-            sample = Sample(tick - started, copied, rss_bytes(process.pid))
+            sample = Sample(tick - started, copied, memory_bytes(process.pid, "VmRSS"))
             samples.append(sample)
             previous = samples[-6] if len(samples) > 5 else samples[0]
             rate = (copied - previous.copied) / max(sample.seconds - previous.seconds, 1e-9)

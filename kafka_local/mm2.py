@@ -263,10 +263,15 @@ def peak_rss_bytes(pid: int) -> int:
     its exec, and a forked child starts with its parent's resident pages, so a benchmark holding its data
     set in memory would be charged for it in every process it starts.
     """
+    return memory_bytes(pid, "VmHWM")
+
+
+def memory_bytes(pid: int, field: str) -> int:
+    """A memory line of the process's /proc status (`VmRSS`, `VmHWM`, ...) in bytes; 0 once it has exited."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass

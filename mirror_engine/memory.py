@@ -10,7 +10,6 @@ the engine's periodic work, never in the copy loop. Elsewhere than glibc it does
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Callable
 
 __all__ = ["IDLE_TRIM_AFTER_S", "IdleTrim"]
@@ -19,11 +18,9 @@ IDLE_TRIM_AFTER_S = 2.0
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
+    # The C library already loaded in this process (ctypes.util.find_library would run ldconfig at start-up).
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
     return trim
