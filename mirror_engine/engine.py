@@ -61,7 +61,8 @@ class RunSummary:
 
 
 def default_worker_id() -> str:
-    """host-pid: unique per process, but not stable across restarts (name exactly-once workers yourself)."""
+    """host-pid: unique per process, but not stable across restarts (name exactly-once workers yourself: a worker
+    restarted with its --worker-id fences the transaction its killed predecessor left open)."""
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
@@ -113,7 +114,8 @@ class Replicator:
         self.clients = clients = EngineClients.connect(
             plan, self.source_config, self.target_config, group_id=self.group_id,
             membership_settings=self.membership_kind.consumer_settings(plan.engine),
-            transactional_id=transactional_id(plan, self.worker_id) if self.exactly_once else None,
+            transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
+            if self.exactly_once else None,
             callbacks=ClientCallbacks(self._on_source_error, self._on_target_error, self.reporter.on_consumer_stats))
         self.reporter.clients = clients
         self.side = SideRecordWriter(self.topics, plan.source.alias, plan.target.alias, states,
@@ -167,6 +169,7 @@ class Replicator:
         self.assigner.source_topics = self.upkeep.prepare(self._managed_topics(), initial=True) or []
         self.assigner.initial_partitions = self.assigner.plan_partitions()
         self.membership.check_no_other_kind_runs()
+        log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
         self.delivery.start()
         self.reporter.start_server()
         if self.flow_state != "stopped":

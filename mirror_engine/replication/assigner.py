@@ -136,7 +136,7 @@ class PartitionAssigner:
             if self.paused and assignment:
                 consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
-        self.side.write_progress(force=True)
+        self.delivery.store_start(new)
 
     def _fresh_starts(self, fresh: list[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """Partitions without stored progress start at the plan's start, or at their beginning when they

@@ -30,8 +30,19 @@ class DeliveryMode(Protocol):
     # (at-least-once), which a restart counts as copied; a transaction aborts them instead.
     reconciles_target: bool
 
+    def describe(self, progress_interval_s: float) -> str:
+        """The mode in a few words, for the log at start."""
+
     def start(self) -> None:
         """Called once the clients are built, before the first record."""
+
+    def store_start(self, keys: list[TopicPartitionKey]) -> None:
+        """Store where these newly assigned partitions start, durably, before any of their records is copied.
+
+        A restart then finds the flow's progress for every target topic it ever wrote to, so preparation
+        counts the records there as the migration's own (and never refuses the topic as filled by another
+        writer), whatever the moment of a crash: before the first progress interval, mid-transaction, or
+        between the creation of the topic and its first record."""
 
     def store_progress(self) -> None:
         """Every progress interval: make what the target acknowledged count as copied."""
@@ -52,10 +63,11 @@ class DeliveryMode(Protocol):
         """Store the final progress (or commit the last transaction) before the clients close."""
 
 
-def transactional_id(plan: MigrationPlan, worker_id: str) -> str:
-    # The id outlives the process: a worker restarted with the same id fences its predecessor's open
-    # transaction at once instead of waiting for its timeout.
-    return f"mirror-engine.{plan.name}.{worker_id}"
+def transactional_id(plan: MigrationPlan, member: str) -> str:
+    # The id outlives the process: a member restarted with the same id (the single engine of a flow, or a
+    # worker with the same --worker-id) fences its predecessor's open transaction at once, instead of leaving
+    # it to hide every later record from read_committed readers until the transaction's timeout.
+    return f"mirror-engine.{plan.name}.{member}"
 
 
 class AtLeastOnce:
@@ -65,8 +77,16 @@ class AtLeastOnce:
     def __init__(self, clients: EngineClients, side: SideRecordWriter, faults: Faults) -> None:
         self.clients, self.side, self.faults = clients, side, faults
 
+    def describe(self, progress_interval_s: float) -> str:
+        return f"at-least-once, progress stored every {progress_interval_s:g} s"
+
     def start(self) -> None:
         pass
+
+    def store_start(self, keys: list[TopicPartitionKey]) -> None:
+        self.side.write_progress(keys, force=True)
+        if self.clients.producer.flush(30):
+            self.faults.fatal = "the target did not acknowledge the start of the assigned partitions within 30 s"
 
     def store_progress(self) -> None:
         self.side.write_progress()
@@ -111,6 +131,9 @@ class Transactional:
         self.clients, self.side, self.faults = clients, side, faults
         self.started = False  # init_transactions done, a transaction open
 
+    def describe(self, progress_interval_s: float) -> str:
+        return f"exactly-once, one transaction per {progress_interval_s:g} s"
+
     def start(self) -> None:
         producer = self.clients.producer
         producer.init_transactions(60)  # fences a predecessor with this worker's id and aborts what it left
@@ -129,8 +152,18 @@ class Transactional:
             if begin_next:
                 producer.begin_transaction()
         except KafkaException as error:
+            if error.args[0].code() in (KafkaError.PRODUCER_FENCED, KafkaError._FENCED):
+                self.faults.fatal = ("another engine of this flow started with the same transactional id (a second "
+                                     "`run` of the plan, or a worker with the same --worker-id) and fenced this one: "
+                                     "its open transaction is aborted; run one engine per flow and unique worker ids")
+                return
             self.faults.fatal = f"committing the transaction on the target failed (nothing of it counts as copied): " \
                                 f"{error}"
+
+    def store_start(self, keys: list[TopicPartitionKey]) -> None:
+        # Committed on its own, before the partitions' first records join a transaction.
+        self.side.write_progress(keys, force=True)
+        self.commit()
 
     def store_progress(self) -> None:
         self.commit()

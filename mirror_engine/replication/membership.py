@@ -48,6 +48,11 @@ class Membership:
     def consumer_settings(engine: EngineSpec) -> dict[str, Any]:
         return {}
 
+    @staticmethod
+    def transaction_member(worker_id: str) -> str:
+        """The part of the transactional id that names this member across restarts (exactly-once mode)."""
+        raise NotImplementedError
+
     def release(self, keys: list[TopicPartitionKey]) -> None:
         """Store the final progress of these partitions and stop copying them (the caller unassigns them)."""
         if not keys:
@@ -89,6 +94,12 @@ class Membership:
 class SingleProcess(Membership):
     mode = "single"
 
+    @staticmethod
+    def transaction_member(worker_id: str) -> str:
+        # One single engine per flow (it refuses to start beside workers): a restarted one, whatever its host
+        # or pid, fences the transaction its killed predecessor left open.
+        return "single"
+
     def check_no_other_kind_runs(self) -> None:
         """Beside workers of the same flow, a single engine would copy their partitions twice."""
         group = engine_group_id(self.plan)
@@ -123,6 +134,10 @@ class SingleProcess(Membership):
 class WorkerGroup(Membership):
     mode = "worker"
     prepares_beside_others = True
+
+    @staticmethod
+    def transaction_member(worker_id: str) -> str:
+        return worker_id
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -52,11 +52,13 @@ def read_partition(cluster: KafkaCluster, topic: str, partition: int, committed:
         consumer.close()
 
 
-def end_offsets(cluster: KafkaCluster, topic: str, partitions: int) -> list[int]:
-    """Each partition's end offset (duplicates included); zeros while the topic does not exist yet."""
+def end_offsets(cluster: KafkaCluster, topic: str, partitions: int, committed: bool = False) -> list[int]:
+    """Each partition's end offset (duplicates included), or with `committed` its last stable offset (what
+    read_committed readers see up to); zeros while the topic does not exist yet."""
     from confluent_kafka import KafkaException
 
-    consumer = Consumer({**cluster.client_config(), "group.id": "test-end-offsets"})
+    consumer = Consumer({**cluster.client_config(), "group.id": "test-end-offsets",
+                         "isolation.level": "read_committed" if committed else "read_uncommitted"})
     try:
         return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1] for p in range(partitions)]
     except KafkaException:

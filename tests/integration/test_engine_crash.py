@@ -1,23 +1,30 @@
 """Crash safety: the engine killed with SIGKILL at random points of a copy, then restarted, leaves every source
-record on the target exactly once and in order (at-least-once mode, no transactions), its offsets exactly
-translatable."""
+record on the target exactly once and in order, its offsets exactly translatable: in at-least-once mode (the
+restart reconciles the target's tail past the stored progress) and in exactly-once mode (the restart fences the
+killed run's open transaction at once and goes on after the last committed one), from a YAML plan and from a
+MirrorMaker 2 file."""
 
 from __future__ import annotations
 
 import logging
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.plan import plan_from_dict
+from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.plan import MigrationPlan, plan_from_dict
 from tests.integration.kafka_data import end_offsets, produce_transactions, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
@@ -30,49 +37,110 @@ RECORDS = (TRANSACTIONS - TRANSACTIONS // 6) * PER_TRANSACTION
 KILLS = 5
 
 
-def _copied(target, topic: str) -> int:
+@dataclass
+class CrashRun:
+    """How one mode is launched: the engine's command line and the plan it runs."""
+
+    args: list[str]
+    plan: MigrationPlan
+    exactly_once: bool
+
+
+def _plan_run(source, target, topic: str, tmp_path: Path, exactly_once: bool) -> CrashRun:
+    data = plan_dict(source, target, topic, engine={"exactly_once": exactly_once})
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    return CrashRun(["--plan", str(plan_file)], plan_from_dict(data), exactly_once)
+
+
+def _mm2_run(source, target, topic: str, tmp_path: Path) -> CrashRun:
+    """MirrorMaker 2's way to ask for exactly-once: the target worker's exactly.once.source.support."""
+    text = (f"clusters = src, tgt\nsrc.bootstrap.servers = {source.bootstrap}\n"
+            f"tgt.bootstrap.servers = {target.bootstrap}\nsrc->tgt.enabled = true\n"
+            f"src->tgt.topics = {re.escape(topic)}\n"
+            "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
+            "replication.factor = 1\ntgt.exactly.once.source.support = enabled\n")
+    mm2_file = tmp_path / "mm2.properties"
+    mm2_file.write_text(text)
+    plan = import_mm2_properties(text, str(mm2_file)).plan
+    assert plan.engine.exactly_once
+    return CrashRun(["--mm2-config", str(mm2_file)], plan, True)
+
+
+def _written(target, topic: str) -> int:
+    """Records written to the target topic, committed, open and aborted (end offsets)."""
     return sum(end_offsets(target, topic, PARTITIONS))
 
 
-def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_name, tmp_path):
+def _copied(target, topic: str) -> int:
+    """What read_committed readers of the target topic see (the last stable offsets)."""
+    return sum(end_offsets(target, topic, PARTITIONS, committed=True))
+
+
+def _target_has(admin: AdminClient, topic: str) -> bool:
+    return topic in admin.list_topics(timeout=5).topics
+
+
+@pytest.mark.parametrize("mode", ["at-least-once", "exactly-once", "exactly-once-mm2"])
+def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_name, tmp_path, mode):
     source, target = kafka_pair
     topic = f"{unique_name}-crash"
     create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
     produce_transactions(source, topic, PARTITIONS, TRANSACTIONS, PER_TRANSACTION, abort_every=6,
                          transactional_id=f"{unique_name}-writer")
-    data = plan_dict(source, target, topic)
-    plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(yaml.safe_dump(data))
+    run = _mm2_run(source, target, topic, tmp_path) if mode == "exactly-once-mm2" else \
+        _plan_run(source, target, topic, tmp_path, exactly_once=mode == "exactly-once")
+    command = [sys.executable, "-m", "mirror_engine.cli", "run", *run.args]
+    target_admin = AdminClient(target.client_config())
 
     rng = random.Random(16)
     logs = []
-    for run in range(KILLS):
-        # Kill at a random point of the copy: once the target grew by 3-15% of the data set since the last kill.
-        threshold = _copied(target, topic) + int(rng.uniform(0.03, 0.15) * RECORDS)
-        log_file = tmp_path / f"run-{run}.log"
+    for kill in range(KILLS):
+        log_file = tmp_path / f"run-{kill}.log"
         logs.append(log_file)
         with log_file.open("w") as log:
-            engine = subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file)],
-                                      stdout=log, stderr=subprocess.STDOUT)
+            engine = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
-        while _copied(target, topic) < threshold and engine.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        if kill == 0:
+            # While the engine creates the target topic itself: as soon as the topic shows on the target.
+            while not _target_has(target_admin, topic) and engine.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+        elif kill == 1:
+            # Before the first commit (exactly-once) or the first stored progress: at the first records written.
+            start = _written(target, topic)
+            while _written(target, topic) == start and engine.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+        elif kill == 2:
+            time.sleep(rng.uniform(0.3, 1.0))  # within the first second of a restart
+        else:
+            # At a random point of the copy: once the target's committed records grew by 3-15% of the data set.
+            threshold = _copied(target, topic) + int(rng.uniform(0.03, 0.15) * RECORDS)
+            while _copied(target, topic) < threshold and engine.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0, 0.5))
         assert engine.poll() is None, f"the engine exited on its own:\n{log_file.read_text()[-3000:]}"
-        time.sleep(rng.uniform(0, 0.5))
         os.kill(engine.pid, signal.SIGKILL)
         engine.wait()
     assert _copied(target, topic) < RECORDS, "the kills came too late to land mid-copy"
-    final = subprocess.run(
-        [sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file), "--until-caught-up",
-         "--max-seconds", "300"], capture_output=True, text=True, timeout=400)
+    final = subprocess.run([*command, "--until-caught-up", "--max-seconds", "300"],
+                           capture_output=True, text=True, timeout=400)
     assert final.returncode == 0, final.stderr[-3000:]
 
-    # What the restarts found on the target past the stored progress, and counted as copied.
     restarts = [log.read_text() for log in logs[1:]] + [final.stderr]
-    assert sum("counted as copied" in text for text in restarts) >= 3, restarts[-1][-3000:]
+    delivery = "exactly-once, one transaction per" if run.exactly_once else "at-least-once"
+    # Said at start, before the first record (an early kill can land before it).
+    assert all(f"delivery: {delivery}" in text for text in restarts if "copying" in text), restarts[-1][-3000:]
+    assert f"delivery: {delivery}" in final.stderr
+    if not run.exactly_once:
+        # What the restarts found on the target past the stored progress, and counted as copied.
+        assert sum("counted as copied" in text for text in restarts) >= 3, restarts[-1][-3000:]
     assert not any("copying on from the stored progress" in text for text in restarts)
+    if run.exactly_once:
+        # The last run's commit left no transaction open: read_committed readers see up to the log's end
+        # (a killed run's transaction still open would hold them back until its timeout).
+        _assert_no_open_transaction(target, topic)
 
-    with FlowMapping(plan_from_dict(data), target.client_config()) as mapping:
+    with FlowMapping(run.plan, target.client_config()) as mapping:
         mapping.refresh()
         total = 0
         for partition in range(PARTITIONS):
@@ -88,6 +156,21 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
             assert not wrong, f"partition {partition}: {len(wrong)} offsets mistranslated, e.g. {wrong[:3]}"
             total += len(copied)
     assert total == RECORDS
+
+
+def _assert_no_open_transaction(target, topic: str) -> None:
+    """The last stable offset of every partition is its end: no transaction of the engine is left open."""
+    committed = Consumer({**target.client_config(), "group.id": "test-lso", "isolation.level": "read_committed"})
+    uncommitted = Consumer({**target.client_config(), "group.id": "test-lso"})
+    try:
+        for partition in range(PARTITIONS):
+            tp = TopicPartition(topic, partition)
+            stable = committed.get_watermark_offsets(tp, timeout=10)[1]
+            end = uncommitted.get_watermark_offsets(tp, timeout=10)[1]
+            assert stable == end, f"partition {partition}: a transaction is open from {stable} to {end}"
+    finally:
+        committed.close()
+        uncommitted.close()
 
 
 def test_a_foreign_tail_on_the_target_is_not_counted_and_is_said(kafka_pair, unique_name, caplog):
@@ -133,3 +216,37 @@ def _produce(cluster, topic: str, numbers: range, now: int) -> None:
     from tests.integration.kafka_data import produce
 
     produce(cluster, topic, [(0, b"k%d" % i, b"v%d" % i, [("i", b"%d" % i)], now + i) for i in numbers])
+
+
+def test_a_second_exactly_once_run_fences_the_first_which_says_so(kafka_pair, unique_name, tmp_path):
+    """Two `run`s of one exactly-once flow share its transactional id: the second fences the first, which ends with
+    a sentence saying why, and the copy stays exact."""
+    from tests.integration.kafka_data import produce
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-twice"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    now = int(time.time() * 1000)
+    produce(source, topic, [(i % 2, b"k%d" % i, b"v%d" % i, [], now + i) for i in range(200_000)])
+    run = _plan_run(source, target, topic, tmp_path, exactly_once=True)
+    command = [sys.executable, "-m", "mirror_engine.cli", "run", *run.args]
+    first_log = tmp_path / "first.log"
+    with first_log.open("w") as log:
+        first = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while _copied(target, topic) == 0 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = subprocess.Popen([*command, "--until-caught-up", "--max-seconds", "300"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.wait(timeout=120) != 0
+        assert "fenced this one" in first_log.read_text(), first_log.read_text()[-3000:]
+        _out, errors = second.communicate(timeout=400)
+        assert second.returncode == 0, errors[-3000:]
+    finally:
+        for process in (first, second):
+            if process.poll() is None:
+                process.kill()
+    for partition in range(2):
+        expected = [r.content() for r in read_partition(source, topic, partition)]
+        assert [r.content() for r in read_partition(target, topic, partition)] == expected
