@@ -20,6 +20,7 @@ from mirror_engine.acls import Acl, group_fence, topic_write_fence
 from mirror_engine.checkpoint_loop import lease_holder
 from mirror_engine.checkpoints import Checkpointer, translate_group
 from mirror_engine.clusters import admin_client
+from mirror_engine.fencing import fence_problem
 from mirror_engine.flow_watch import FlowWatch
 from mirror_engine.groups import GroupError, committed_offsets, describe_group
 from mirror_engine.internal_topics import is_engine_group
@@ -29,6 +30,7 @@ from mirror_engine.topics import list_offsets
 
 TopicPartitionKey = tuple[str, int]
 SHOWN = 8  # partitions or groups named in one progress line; the rest are counted
+RUN_FENCE = "fence (the run's fence param)"  # how a migration run asks for fences
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,9 @@ class GroupReadyToSwitch(ReadinessCheck):
             if describe_group(watch.target_admin, group).active:
                 return Readiness(False, "", failed=f"group {group!r} already has active members on the target")
             if self.fence and not _acl_in_force(watch.source_admin, group_fence(group)):
+                problem = fence_problem(watch.source_admin, self.plan.source.alias, f"group '{group}'", RUN_FENCE)
+                if problem:
+                    return Readiness(False, "", failed=problem)
                 return Readiness(False, f"group {group}: waiting for its fence (DENY READ) on the source")
             members = describe_group(watch.source_admin, group).members
             if members:
@@ -297,6 +302,9 @@ class TopicReadyToSwitch(ReadinessCheck):
         if metadata is None or metadata.error is not None:
             return Readiness(False, "", failed=f"topic {topic!r} does not exist on the source")
         if self.fence and not _acl_in_force(watch.source_admin, topic_write_fence(topic)):
+            problem = fence_problem(watch.source_admin, self.plan.source.alias, f"topic '{topic}'", RUN_FENCE)
+            if problem:
+                return Readiness(False, "", failed=problem)
             return Readiness(False, f"topic {topic}: waiting for its write fence on the source")
         ends = list_offsets(watch.source_admin, [TopicPartition(topic, p) for p in sorted(metadata.partitions)],
                             OffsetSpec.latest())
