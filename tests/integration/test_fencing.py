@@ -171,3 +171,12 @@ def test_rollback_on_a_secured_source_touches_no_acl_when_the_switch_set_no_fenc
     assert committed_offsets(AdminClient(source.client_config()), group) == on_source
     assert read_acls(AdminClient(source.client_config())) == before
     assert group_fence(group) not in before and topic_write_fence(topic) not in before
+
+
+def test_the_authorizer_is_seen_by_any_principal(kafka_pair, secured_pair):
+    from mirror_engine.fencing import has_authorizer
+
+    assert not has_authorizer(AdminClient(kafka_pair[0].client_config()))
+    assert has_authorizer(AdminClient(secured_pair[0].client_config()))
+    # A principal refused the broker's configs is refused by an authorizer.
+    assert has_authorizer(AdminClient(secured_pair[0].client_config("reader")))
