@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mirror_engine.mm2_config import Mm2Import, import_mm2_properties
-from mirror_engine.mm2_settings import CONNECTOR
+from mirror_engine.mm2_settings import CONNECTOR, SECURITY
 from mirror_engine.plan import PlanError
 
 LEGACY = """\
@@ -137,8 +137,8 @@ ODD_VALUES = ["", " ", "-1", "0", "1e3", "x" * 300, "a b", ".", "${env:NOPE}", "
 MAPPED = sorted(name for name, spec in CONNECTOR.items() if spec.mapped)
 
 
-@pytest.mark.parametrize("key", [*MAPPED, "legacy.bootstrap.servers", "cloud.client.id", "clusters",
-                                 "legacy->cloud.enabled", "legacy.security.protocol", "cloud.sasl.mechanism"])
+@pytest.mark.parametrize("key", [*MAPPED, *(f"legacy.{name}" for name in SECURITY if SECURITY[name].mapped),
+                                 "legacy.bootstrap.servers", "cloud.client.id", "clusters", "legacy->cloud.enabled"])
 def test_no_message_of_the_reader_is_a_raw_validation_message(key):
     seen = []
     for value in ODD_VALUES:
