@@ -50,7 +50,7 @@ STAGE_TITLES = {
     "prepare": "2. Prepare the target: topics, partitions, configs, ACLs",
     "replicate": "3. Replicate: start an engine on this Airflow worker, wait until it copies every partition",
     "backfill": "4. Backfill: Spark copies the history of backfill topics",
-    "catch_up": "5. Catch up: wait until the lag is at most max_lag_records",
+    "catch_up": "5. Catch up: wait until the copy keeps up within max_lag_s or max_lag_records",
     "validate": "6. Validate: Spark compares every copied record",
     "checkpoints": "7. Checkpoints: groups' offsets current on the target",
     "switch_groups": "8. Switch consumer groups, exactly, with a proof",
@@ -72,7 +72,9 @@ the next ones go on:
 3. **replicate**: an engine worker started on this Airflow worker (`mirror-engine worker`), then a wait until
    an engine of the flow copies every partition (leave this stage out when engines run as their own service);
 4. **backfill**: Spark copies the history of `backfill.topics`, then a wait until every held partition is done;
-5. **catch_up**: a wait until the lag is at most `max_lag_records` (whichever engines copy);
+5. **catch_up**: a wait until the copy is at most `max_lag_s` seconds or `max_lag_records` records behind the
+   source, held for the plan's `cutover.catch_up_settle_s` while the engine keeps up (a live source never
+   reaches lag 0; the switches wait for their own records), whichever engines copy;
 6. **validate**: Spark compares every copied record on both clusters; the report is in `{reports}`;
 7. **checkpoints**: checkpoint rounds until the plan's groups are current on the target;
 8. **switch_groups**: per group in `groups`: fenced on the source (with `fence`), a wait until it stopped there
@@ -96,6 +98,10 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
         "max_lag_records": Param(cutover.max_lag_records, type="integer", minimum=0,
                                  title="Largest lag to go on with (records)",
                                  description="Catch up: how many records the copy may still be behind."),
+        "max_lag_s": Param(cutover.max_lag_s, type=["number", "null"], minimum=0,
+                           title="Largest lag to go on with (seconds behind the source)",
+                           description="Catch up: how old the oldest record not copied yet may be; empty: no "
+                                       "time bound (then only max_lag_records counts)."),
         "wait_timeout_s": Param(cutover.wait_timeout_s, type="number", exclusiveMinimum=0,
                                 title="Longest wait (seconds)",
                                 description="The longest any one wait of this run may take before it fails."),
@@ -149,7 +155,8 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
             backfilled = BackfillDoneSensor(task_id="done", **wait)
             backfill >> backfilled
         with TaskGroup("catch_up"):
-            caught_up = ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}", **wait)
+            caught_up = ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}",
+                                             max_lag_s="{{ params.max_lag_s }}", **wait)
         with TaskGroup("validate"):
             validate = MigrationSparkSubmitOperator(task_id="records", job="validate", plan_path=path,
                                                     stage="validate", conn_id=SPARK_CONN_ID,

@@ -220,7 +220,8 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
     from mirror_engine.switch import GroupSwitcher, SwitchError
 
     plan = load_plan_argument(args)
-    switcher = GroupSwitcher(plan, *_reachable(plan))
+    switcher = GroupSwitcher(plan, *_reachable(plan),
+                             fence_option="--fence" if args.fence else "cutover.fence: true in the plan")
     try:
         if args.rollback:
             report = switcher.rollback(args.group, timeout_s=args.timeout)

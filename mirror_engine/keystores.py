@@ -133,7 +133,11 @@ def _keytool(arguments: list[str], passwords: dict[str, str], location: Path) ->
 
 
 def _readable(location: Path) -> None:
-    if not location.is_file():
+    try:
+        is_file = location.is_file()
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise KeystoreError(f"cannot read {location}: {error.strerror or error}") from None
+    if not is_file:
         raise KeystoreError(f"cannot read {location}: no such file")
     if not os.access(location, os.R_OK):
         raise KeystoreError(f"cannot read {location}: permission denied")

@@ -54,6 +54,7 @@ from mirror_engine.config_providers import ConfigProviderError, ConfigProviders
 from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
 from mirror_engine.java_properties import PropertiesError, load_properties, parse_properties_text
 from mirror_engine.mm2_clients import client_config
+from mirror_engine.mm2_naming import alias_problems, naming_fields, same_cluster_problem
 from mirror_engine.mm2_settings import MM2_PACKAGE, SECURITY, KeyInfo, Setting, classify_key
 from mirror_engine.plan import MM2_CONFIG_EXCLUDES, MigrationPlan, PlanError, plan_from_dict
 
@@ -278,6 +279,9 @@ def _cluster_settings(alias: str, keys: dict[str, KeyInfo], values: dict[str, An
 
 
 def _cluster_fields(builder: _Builder, problems: list[str], broken: set[str]) -> None:
+    for problem in alias_problems(builder.source, builder.target):
+        problems.append(problem)
+        broken.update(("source", "target"))
     for side, alias in (("source", builder.source), ("target", builder.target)):
         settings = _cluster_settings(alias, builder.keys, builder.values)
         builder.put(f"{side}.alias", alias, "clusters")
@@ -295,38 +299,11 @@ def _cluster_fields(builder: _Builder, problems: list[str], broken: set[str]) ->
         client = client_config(alias, settings, problems, builder.environ)
         if client:
             builder.put(f"{side}.client", client, f"{alias}.*")
-
-
-def _naming_fields(builder: _Builder, problems: list[str], warnings: list[str]) -> None:
-    """The replication policy, with MM2's `source.cluster.alias` / `target.cluster.alias` overrides."""
-    policy = builder.lookup("replication.policy.class")
-    kind = "identity" if policy and policy[1] == "IdentityReplicationPolicy" else "default"
-    separator = builder.lookup("replication.policy.separator")
-    source_alias = builder.lookup("source.cluster.alias")
-    keep_separator = True
-    if source_alias is not None and source_alias[1] != builder.source:
-        if source_alias[1] == "" and separator is not None and separator[1] == "":
-            # `"" + "" + topic` is the topic itself: the way to keep topic names before IdentityReplicationPolicy.
-            kind, keep_separator = "identity", False
-            warnings.append(f"{source_alias[0]}: empty, with an empty replication.policy.separator: topic names "
-                            "are kept, as with IdentityReplicationPolicy; MM2 would also name its internal topics "
-                            "without separators (e.g. checkpointsinternal), the engine names them as "
-                            f"IdentityReplicationPolicy does ({builder.source}.checkpoints.internal)")
-        elif kind == "default":
-            problems.append(f"{source_alias[0]}: MM2 would name remote topics "
-                            f"'{source_alias[1]}{separator[1] if separator else '.'}<topic>'; the engine names them "
-                            f"after the flow's source cluster '{builder.source}'; remove it or set it to "
-                            f"{builder.source} (an empty alias with an empty replication.policy.separator keeps "
-                            "topic names)")
-    target_alias = builder.lookup("target.cluster.alias")
-    if target_alias is not None and target_alias[1] != builder.target:
-        problems.append(f"{target_alias[0]}: MM2 would treat '{target_alias[1]}' as the target cluster of flow "
-                        f"{builder.flow} (cycle detection, internal topic names); the engine uses "
-                        f"'{builder.target}'; remove it or set it to {builder.target}")
-    builder.put("replication_policy.type", kind, policy[0] if policy else "replication.policy.class")
-    if keep_separator:
-        builder.map("replication_policy.separator", "replication.policy.separator")
-    builder.map("replication_policy.internal_separator_enabled", "replication.policy.internal.topic.separator.enabled")
+    servers = [builder.data.get(side, {}).get("bootstrap_servers") for side in ("source", "target")]
+    if servers[0] and servers[0] == servers[1]:
+        problems.append(same_cluster_problem(builder.origins["source.bootstrap_servers"],
+                                             builder.origins["target.bootstrap_servers"], servers[0]))
+        broken.add("(plan)")
 
 
 # The periodic work of MM2's dedicated mode, each with its switch and interval and MM2's defaults
@@ -398,7 +375,7 @@ def _build(builder: _Builder, problems: list[str], warnings: list[str]) -> set[s
     builder.map("groups.exclude", "groups.exclude", "groups.blacklist",
                 convert=lambda items: [p for p in items if p not in DEFAULT_GROUP_EXCLUDES])
 
-    _naming_fields(builder, problems, warnings)
+    naming_fields(builder, problems, warnings)
     _record_fields(builder, problems)
 
     builder.map("sync.config_exclude", "config.properties.exclude", "config.properties.blacklist",

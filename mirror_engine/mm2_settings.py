@@ -354,7 +354,12 @@ def classify_key(key: str, clusters: list[str]) -> KeyInfo | str:
 
     alias = _match_alias(key, clusters)
     if alias is not None:
-        return _cluster_level(alias, key[len(alias) + 1 :])
+        scoped = _cluster_level(alias, key[len(alias) + 1 :])
+        # MM2 reads every key twice: as `<alias>.<setting>` for that cluster and, whole, as a connector setting
+        # (MirrorMakerConfig.connectorBaseConfig). With clusters named `source` and `target`, a top-level
+        # `source.cluster.alias` is the connector's setting, not a setting of cluster `source`.
+        top = None if scoped.role == "used" else _top_level(key)
+        return top if top is not None and top.role == "used" else scoped
     top = _top_level(key)
     if top is not None:
         return top

@@ -299,7 +299,12 @@ class ValidationSpec(_Strict):
 class CutoverSpec(_Strict):
     groups: list[str] = Field(default_factory=list)
     fence: bool = False
+    # The catch_up gate (a live source never reaches lag 0): at most max_lag_records records or max_lag_s seconds
+    # behind the source (the oldest record not copied yet; null: no time bound), held for catch_up_settle_s while
+    # the engine keeps up; lag 0 passes at once. Group and producer switches still wait for their own records.
     max_lag_records: _whole(0, _INT64_MAX, "records") = 0
+    max_lag_s: _optional_seconds(0, 86_400) = 10.0
+    catch_up_settle_s: _seconds(0, 3600) = 10.0
     producer_idle_s: _seconds(0, 86_400) = 30.0
     wait_timeout_s: _seconds(0.1, 7 * 86_400) = 1800.0
     # Checkpoints (MM2's emit.checkpoints.enabled / emit.checkpoints.interval.seconds) and group offset sync

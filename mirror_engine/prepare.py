@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 
 from mirror_engine.acls import Acl, desired_target_acls, read_acls
 from mirror_engine.clusters import admin_client, describe_plan_clusters
+from mirror_engine.fencing import fence_problem
 from mirror_engine.groups import plan_groups, undescribable_groups
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.source_access import (
@@ -296,6 +297,9 @@ def plan_preparation(
     prepared.source_access = access
     prepared.problems += access.problems()
     prepared.warnings = access.warnings()
+    if plan.cutover.fence and not best_effort:
+        fencing = fence_problem(source_admin, plan.source.alias, "the plan's groups", "cutover.fence: true")
+        prepared.warnings += [f"cutover.fence: {fencing}"] if fencing else []
     return prepared
 
 

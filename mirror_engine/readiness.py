@@ -17,9 +17,11 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AclBindingFilter, AdminClient, OffsetSpec
 
 from mirror_engine.acls import Acl, group_fence, topic_write_fence
+from mirror_engine.catch_up import FROM_PLAN, CatchUpBounds, CatchUpGate, LagSample, TimeBehind, catch_up_sentence
 from mirror_engine.checkpoint_loop import lease_holder
 from mirror_engine.checkpoints import Checkpointer, translate_group
 from mirror_engine.clusters import admin_client
+from mirror_engine.fencing import fence_problem
 from mirror_engine.flow_watch import FlowWatch
 from mirror_engine.groups import GroupError, committed_offsets, describe_group
 from mirror_engine.internal_topics import is_engine_group
@@ -29,6 +31,7 @@ from mirror_engine.topics import list_offsets
 
 TopicPartitionKey = tuple[str, int]
 SHOWN = 8  # partitions or groups named in one progress line; the rest are counted
+RUN_FENCE = "fence (the run's fence param)"  # how a migration run asks for fences
 
 
 @dataclass(frozen=True)
@@ -161,37 +164,52 @@ class BackfillDone(ReadinessCheck):
 
 
 class LagAtMost(ReadinessCheck):
-    """The flow's lag, from its stored progress, is at most `max_lag` records; a stopped partition fails it."""
+    """The catch-up gate (`catch_up`): the flow's lag, from its stored progress, under the plan's bounds in
+    records or time behind, held while the engine keeps up; lag 0 at once. A stopped partition fails it.
+
+    `max_lag` (records), `max_lag_s` (None: no time bound) and `settle_s` override the plan's cutover settings."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 max_lag: int = 0) -> None:
+                 max_lag: int | None = None, max_lag_s: float | str | None = FROM_PLAN,
+                 settle_s: float | None = None) -> None:
         super().__init__(plan, source_config, target_config)
-        self.max_lag = max_lag
-        self._previous: tuple[float, int] | None = None
+        self.bounds = CatchUpBounds.from_plan(plan, max_lag, max_lag_s, settle_s)
+        self.gate = CatchUpGate(self.bounds)
+        self._times: TimeBehind | None = None
+
+    def _behind_s(self, ends: dict[TopicPartitionKey, int], lag: dict[TopicPartitionKey, int]) -> float | None:
+        if self.bounds.max_lag_s is None:
+            return None
+        if self._times is None:
+            self._times = TimeBehind(self.source_config)
+        return self._times.behind_s({key: end - lag[key] for key, end in ends.items()}, lag)
 
     def check(self) -> Readiness:
         watch = self.watch
         watch.refresh()
-        lag = watch.lag(watch.planned_partitions())
+        ends = watch.planned_partitions()
+        lag = watch.lag(ends)
         total = sum(lag.values())
-        if total <= self.max_lag:
-            return Readiness(True, f"lag {total:,} record(s), at most {self.max_lag:,}", detail={"lag": total})
+        sample = LagSample(time.monotonic(), total, self._behind_s(ends, lag) if total else 0.0, sum(ends.values()))
+        passed = self.gate.observe(sample)
+        sentence = catch_up_sentence(self.bounds, sample, self.gate.trend(), self.gate.held_s(), passed)
+        detail = {"lag": total, "behind_s": None if sample.behind_s is None else round(sample.behind_s, 1)}
+        if passed:
+            return Readiness(True, sentence, detail=detail)
         live = watch.live_statuses()
         problems = flow_problems(live)
         if problems:
             return Readiness(False, "", failed=f"lag {total:,} record(s), and the flow's engines report partitions "
-                             "they cannot copy: " + "; ".join(problems[:SHOWN]), detail={"lag": total})
-        now = time.monotonic()
-        trend = ""
-        if self._previous is not None and now > self._previous[0]:
-            rate = (self._previous[1] - total) / (now - self._previous[0])
-            trend = (f", falling {rate:,.0f} records/s (about {(total - self.max_lag) / rate:,.0f} s to go)"
-                     if rate > 0 else ", not falling")
-        self._previous = (now, total)
+                             "they cannot copy: " + "; ".join(problems[:SHOWN]), detail=detail)
         behind = sorted(((n, f"{t}[{p}] {n:,}") for (t, p), n in lag.items() if n), reverse=True)
         engines = f"{len(live)} live engine(s)" if live else "no live engine of the flow (is one running?)"
-        return Readiness(False, f"lag {total:,} record(s) > {self.max_lag:,}{trend}; {engines}; most behind: "
-                         f"{_named([text for _n, text in behind])}", detail={"lag": total})
+        return Readiness(False, f"{sentence}; {engines}; most behind: {_named([text for _n, text in behind])}",
+                         detail=detail)
+
+    def close(self) -> None:
+        if self._times is not None:
+            self._times.close()
+        super().close()
 
 
 class CheckpointsCurrent(ReadinessCheck):
@@ -255,6 +273,9 @@ class GroupReadyToSwitch(ReadinessCheck):
             if describe_group(watch.target_admin, group).active:
                 return Readiness(False, "", failed=f"group {group!r} already has active members on the target")
             if self.fence and not _acl_in_force(watch.source_admin, group_fence(group)):
+                problem = fence_problem(watch.source_admin, self.plan.source.alias, f"group '{group}'", RUN_FENCE)
+                if problem:
+                    return Readiness(False, "", failed=problem)
                 return Readiness(False, f"group {group}: waiting for its fence (DENY READ) on the source")
             members = describe_group(watch.source_admin, group).members
             if members:
@@ -297,6 +318,9 @@ class TopicReadyToSwitch(ReadinessCheck):
         if metadata is None or metadata.error is not None:
             return Readiness(False, "", failed=f"topic {topic!r} does not exist on the source")
         if self.fence and not _acl_in_force(watch.source_admin, topic_write_fence(topic)):
+            problem = fence_problem(watch.source_admin, self.plan.source.alias, f"topic '{topic}'", RUN_FENCE)
+            if problem:
+                return Readiness(False, "", failed=problem)
             return Readiness(False, f"topic {topic}: waiting for its write fence on the source")
         ends = list_offsets(watch.source_admin, [TopicPartition(topic, p) for p in sorted(metadata.partitions)],
                             OffsetSpec.latest())

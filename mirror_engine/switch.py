@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass, field
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_engine.acls import create_acls, delete_acls, group_fence, topic_write_fence
+from mirror_engine.acls import group_fence, topic_write_fence
 from mirror_engine.clusters import admin_client
+from mirror_engine.fencing import FENCE_OPTION, place_fence, remove_fence
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.groups import commit_offsets, committed_offsets, describe_group
 from mirror_engine.internal_topics import is_engine_group
@@ -190,18 +191,25 @@ def _wait_group_empty(admin: AdminClient, group: str, cluster: str, timeout_s: f
 class GroupSwitcher:
     """Switches the plan's consumer groups between the clusters."""
 
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 fence_option: str = FENCE_OPTION) -> None:
         self.plan = plan
         self.source_config, self.target_config = source_config, target_config
         self.source_admin, self.target_admin = admin_client(source_config), admin_client(target_config)
         self.policy = plan.policy()
+        self.fence_option = fence_option  # how the user asked for a fence, named when the source cannot hold one
 
     def fence(self, group: str) -> None:
-        """Deny every principal READ on the group on the source: its consumers cannot join or commit there."""
-        create_acls(self.source_admin, [group_fence(group)])
+        """Deny every principal READ on the group on the source: its consumers cannot join or commit there.
+        A source without an authorizer cannot hold the fence: SwitchError, and nothing changed."""
+        problem = place_fence(self.source_admin, group_fence(group), self.plan.source.alias, f"group '{group}'",
+                              self.fence_option)
+        if problem:
+            raise SwitchError(problem)
 
-    def unfence(self, group: str) -> None:
-        delete_acls(self.source_admin, [group_fence(group)])
+    def unfence(self, group: str) -> bool:
+        """Remove the group's fence where one is in force (True if one was)."""
+        return remove_fence(self.source_admin, group_fence(group))
 
     def switch(self, group: str, *, fence: bool = False, timeout_s: float | None = None) -> GroupSwitchReport:
         """Move `group` to the target at exactly the records it would have read next on the source."""
@@ -242,7 +250,8 @@ class GroupSwitcher:
         return report
 
     def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
-        """Move `group` back to the source at the records it would have read next on the target, and unfence it."""
+        """Move `group` back to the source at the records it would have read next on the target, removing its fence
+        where one is in force (a rollback needs no right the switch did not)."""
         timeout = timeout_s or self.plan.cutover.wait_timeout_s
         wait_empty = _wait_group_empty(self.target_admin, group, "target", timeout)
         started = time.monotonic()
@@ -355,8 +364,8 @@ class ProducerSwitchReport:
 
 
 def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], topic: str,
-                     *, fence: bool = False, idle_s: float | None = None,
-                     timeout_s: float | None = None) -> ProducerSwitchReport:
+                     *, fence: bool = False, idle_s: float | None = None, timeout_s: float | None = None,
+                     fence_option: str = FENCE_OPTION) -> ProducerSwitchReport:
     """Wait until nothing more is written to `topic` on the source (or fence writes), let the engine copy
     everything, then tell it to stop copying the topic so that producers may write to the target."""
     from mirror_engine.control import ControlChannel
@@ -371,7 +380,10 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
         raise SwitchError(f"topic {topic!r} does not exist on the source")
     partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
     if fence:
-        create_acls(source_admin, [topic_write_fence(topic)])
+        problem = place_fence(source_admin, topic_write_fence(topic), plan.source.alias, f"topic '{topic}'",
+                              fence_option)
+        if problem:
+            raise SwitchError(problem)
     started = time.monotonic()
     ends = list_offsets(source_admin, partitions, OffsetSpec.latest())
     quiet_since = time.monotonic()
@@ -403,6 +415,7 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
     return report
 
 
-def unfence_producers(source_config: dict[str, str], topic: str) -> None:
-    delete_acls(admin_client(source_config), [topic_write_fence(topic)])
+def unfence_producers(source_config: dict[str, str], topic: str) -> bool:
+    """Remove the topic's write fence where one is in force (True if one was)."""
+    return remove_fence(admin_client(source_config), topic_write_fence(topic))
 

@@ -47,7 +47,8 @@ def test_dags_parse_without_contacting_kafka(monkeypatch):
     assert len([d for d in bag.dag_ids if d.startswith("kafka_migration__")]) == len(plans)
     assert "kafka_migration_backfill" in bag.dag_ids
     demo = bag.get_dag("kafka_migration__demo")
-    assert set(demo.params.keys()) >= {"stages", "dry_run", "max_lag_records", "groups", "producer_topics"}
+    assert set(demo.params.keys()) >= {"stages", "dry_run", "max_lag_records", "max_lag_s", "groups",
+                                       "producer_topics"}
     assert demo.params["groups"] == ["billing", "shipping"]
     assert demo.doc_md and "switch_groups" in demo.doc_md
 
@@ -82,7 +83,7 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
     assert rebuilt.serialize() == (classpath, kwargs)
     timed_out = asyncio.run(_first_event(rebuilt))
     assert timed_out["status"] == "timeout", timed_out
-    assert "lag 100 record(s)" in timed_out["progress"] and f"{topic}[0] 50" in timed_out["progress"]
+    assert "now 100 record(s)" in timed_out["progress"] and f"{topic}[0] 50" in timed_out["progress"]
 
     def first_event_beside_an_engine() -> dict:
         engine = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
@@ -96,7 +97,7 @@ def test_lag_trigger_serializes_fires_when_caught_up_and_times_out(kafka_pair, u
 
     # The engine copies everything: it fires ok.
     fired = first_event_beside_an_engine()
-    assert fired["status"] == "ok" and fired["detail"] == {"lag": 0}, fired
+    assert fired["status"] == "ok" and fired["detail"] == {"lag": 0, "behind_s": 0.0}, fired
 
     # Records deleted on the source before they were copied: the engine stops that partition and says so in
     # its status, and the wait fails at once with the engine's reason instead of waiting out its timeout.

@@ -36,6 +36,9 @@ DELIBERATE = {
     "35-oauthbearer.properties": "an OAUTHBEARER login module",
     # MM2 would name remote topics after `source.cluster.alias`; the engine names them after the flow's source.
     "36-source-alias-renamed.properties": "source.cluster.alias renamed",
+    # MM2 would glue the source alias to each topic name ("aorders"); the engine asks for a separator, or for
+    # identity naming.
+    "45-empty-separator-default-policy.properties": "an empty separator under DefaultReplicationPolicy",
 }
 
 

@@ -455,6 +455,8 @@ def test_plan_errors_are_translated_to_mm2_keys():
     problems = _problems(text)
     assert [line.split(": ", 1)[0] for line in problems] == [
         "replication.policy.separator", "emit.heartbeats.interval.seconds"]
+    assert "set it to a separator such as '.'" in problems[0]
+    assert "(plan field engine.heartbeat_interval_s)" in problems[1]
 
 
 def test_client_settings_librdkafka_cannot_use():
@@ -552,7 +554,7 @@ def test_empty_source_alias_with_empty_separator_keeps_topic_names():
     assert imported.plan.replication_policy.type == "identity"
     assert imported.plan.policy().format_remote_topic("a", "orders") == "orders"
     assert imported.plan.source.alias == "a"
-    assert "checkpointsinternal" in _warning_about(imported, "source.cluster.alias")
+    assert "checkpointsinternal" in _warning_about(imported, "source.cluster.alias, replication.policy.separator")
 
 
 def test_source_alias_that_renames_topics_otherwise_is_an_error():

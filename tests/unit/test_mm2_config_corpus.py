@@ -99,7 +99,7 @@ CASES = [
                                       "sync.replication_factor": 1, "sync.configs": False}),
     Case("17-empty-separator-empty-source-alias.properties", {"replication_policy.type": "identity",
                                                               "remote:orders": "orders", "source.alias": "legacy"},
-         warnings=("source.cluster.alias",)),
+         warnings=("source.cluster.alias, replication.policy.separator",)),
     Case("18-unknown-keys.properties", {"name": "a-to-b"}, warnings=("owner.team", "a.rack.label", "a->b.ticket")),
     Case("19-near-miss-typos.properties", {"sync.acls": True, "topics.include": [".*"]},
          warnings=("max.tasks", "sync.topic.acl.enabled", "a->b.topic", "b.ssl.truststore.locaton")),
@@ -139,6 +139,22 @@ CASES = [
         "target.client.ssl.keystore.location": "secrets/tls/client.keystore.p12",
         "target.client.ssl.keystore.password": "changeit", "target.client.ssl.ca.location": _converted}),
     Case("40-jks-key-password-missing.properties", errors=("a.ssl.keystore.location",)),
+    Case("41-identity-idiom-three-empty-keys.properties", {
+        "replication_policy.type": "identity", "remote:orders": "orders", "source.alias": "primary",
+        "target.alias": "backup", "sync.replication_factor": 3, "cutover.sync_group_offsets": True},
+         warnings=("source.cluster.alias, target.cluster.alias, replication.policy.separator",)),
+    Case("42-identity-idiom-clusters-source-target.properties", {
+        "replication_policy.type": "identity", "remote:orders": "orders", "source.alias": "source",
+        "target.alias": "target", "topics.include": ["orders.*", "payments.*"], "sync.acls": False},
+         warnings=("source.cluster.alias, target.cluster.alias, replication.policy.separator",)),
+    Case("43-identity-idiom-flow-scoped.properties", {"replication_policy.type": "identity",
+                                                      "remote:inventory": "inventory"},
+         warnings=("east->west.source.cluster.alias, east->west.target.cluster.alias, "
+                   "east->west.replication.policy.separator",)),
+    Case("44-identity-class-empty-separator.properties", {"replication_policy.type": "identity",
+                                                          "remote:orders": "orders"},
+         warnings=("replication.policy.separator",)),
+    Case("45-empty-separator-default-policy.properties", errors=("replication.policy.separator",)),
 ]
 
 

@@ -27,6 +27,7 @@ from kafka_migration.stages import skip_unless_selected
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
 SHORT_WAIT_S = 60.0  # what an action after its sensor may still wait (the sensor did the long wait)
+RUN_FENCE = "fence (the run's fence param)"  # how a run asks for fences, named when the source cannot hold one
 
 
 def group_asset(plan_name: str, group: str) -> Asset:
@@ -74,6 +75,21 @@ def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
         operator.log.warning("%s", warning)
 
 
+def _fencing_problems(plan: Any, source: dict[str, str], params: dict[str, Any]) -> list[str]:
+    """The run fences its groups on a source that cannot hold a fence (no authorizer): one sentence."""
+    from mirror_engine.clusters import admin_client
+    from mirror_engine.fencing import fence_problem
+
+    groups = params.get("groups", plan.cutover.groups) or []
+    stages = params.get("stages")
+    if str(params.get("fence", plan.cutover.fence)).lower() != "true" or not groups or \
+            (stages is not None and "switch_groups" not in stages):
+        return []
+    problem = fence_problem(admin_client(source), plan.source.alias, f"the run's groups ({', '.join(groups)})",
+                            RUN_FENCE)
+    return [problem] if problem else []
+
+
 class PreflightOperator(MigrationOperator):
     """Plan valid, both clusters reachable, and a dry-run of every target change the plan needs."""
 
@@ -96,8 +112,9 @@ class PreflightOperator(MigrationOperator):
         _log_source_access(self, prepared)
         self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
                       len(prepared.source_topics), render_actions(prepared.actions))
-        if prepared.problems:
-            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(prepared.problems))
+        problems = [*prepared.problems, *_fencing_problems(plan, source, context.get("params") or {})]
+        if problems:
+            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(problems))
         result = apply_actions(target, prepared.actions, validate_only=True)
         self.log.info("dry-run, validated by the target: %s", render_result(result))
         if result.failed:
@@ -226,12 +243,15 @@ class FenceGroupOperator(MigrationOperator):
         self.group, self.fence = group, fence
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.switch import GroupSwitcher
+        from mirror_engine.switch import GroupSwitcher, SwitchError
 
         if str(self.fence).lower() != "true":
             raise AirflowSkipException(f"group {self.group}: not fenced (the run's fence is off)")
         hook = self.hook()
-        GroupSwitcher(hook.plan, *hook.client_configs()).fence(self.group)
+        try:
+            GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE).fence(self.group)
+        except SwitchError as error:
+            raise AirflowFailException(str(error)) from None
         self.log.info("group %s fenced on the source", self.group)
         return {"group": self.group, "fenced": True}
 
@@ -253,7 +273,7 @@ class SwitchGroupOperator(MigrationOperator):
         from mirror_engine.switch import GroupSwitcher, SwitchError
 
         hook = self.hook()
-        switcher = GroupSwitcher(hook.plan, *hook.client_configs())
+        switcher = GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE)
         try:
             # The sensor before waited for the group to stop and for the copy: the waits here pass at once.
             report = switcher.switch(self.group, fence=str(self.fence).lower() == "true", timeout_s=SHORT_WAIT_S)

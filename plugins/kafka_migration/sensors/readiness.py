@@ -49,6 +49,10 @@ class ReadinessSensor(BaseSensorOperator):
         """Why this wait has nothing to wait for in this plan ("" when it has)."""
         return ""
 
+    def waits_for(self, hook: MigrationPlanHook) -> str:
+        """What the wait waits for, for the first line of its log."""
+        return self.check
+
     def _check_once(self, hook: MigrationPlanHook) -> Any:
         from mirror_engine.readiness import build_check
 
@@ -74,8 +78,8 @@ class ReadinessSensor(BaseSensorOperator):
             if readiness.done:
                 self.log.info("%s", readiness.progress)
                 return readiness.detail
-        self.log.info("waiting up to %.0f s (%s); progress follows in this log while the task is deferred",
-                      timeout, self.check)
+        self.log.info("waiting up to %.0f s for %s; progress follows in this log while the task is deferred",
+                      timeout, self.waits_for(hook))
         self.defer(trigger=ReadinessTrigger(self.plan_path, self.check, self.arguments(), time.time() + timeout,
                                             self.poll_interval_s),
                    method_name="execute_complete", timeout=timedelta(seconds=timeout + 120))
@@ -113,19 +117,41 @@ class BackfillDoneSensor(ReadinessSensor):
         return "" if hook.plan.backfill.topics else "the plan names no backfill topics"
 
 
-class ReplicationLagSensor(ReadinessSensor):
-    """The flow's lag is at most `max_lag` records; fails at once when an engine reports a stopped partition."""
+def _optional(value: Any) -> str | None:
+    """A rendered template value; None for an empty or null one ("None" once rendered)."""
+    text = str(value).strip() if value is not None else ""
+    return None if text in ("", "None", "null") else text
 
-    template_fields = ("plan_path", "wait_timeout_s", "max_lag")
+
+class ReplicationLagSensor(ReadinessSensor):
+    """The catch-up gate (`mirror_engine.catch_up`): the lag at most `max_lag` records or `max_lag_s` seconds
+    behind the source, held for the plan's settle period while the engine keeps up (lag 0 at once); each omitted
+    bound is the plan's. Fails at once when an engine reports a stopped partition."""
+
+    template_fields = ("plan_path", "wait_timeout_s", "max_lag", "max_lag_s")
     check, stage = "lag_at_most", "catch_up"
     timeout_hint = "is an engine of the flow running (the replicate stage, or `mirror-engine worker`)?"
 
-    def __init__(self, *, max_lag: int | str = 0, **kwargs: Any) -> None:
+    def __init__(self, *, max_lag: int | str | None = None, max_lag_s: float | str | None = "plan",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.max_lag = max_lag
+        self.max_lag, self.max_lag_s = max_lag, max_lag_s
 
     def arguments(self) -> dict[str, Any]:
-        return {"max_lag": int(self.max_lag)}
+        arguments: dict[str, Any] = {}
+        if _optional(self.max_lag) is not None:
+            arguments["max_lag"] = int(float(str(self.max_lag)))
+        if self.max_lag_s != "plan":
+            seconds = _optional(self.max_lag_s)
+            arguments["max_lag_s"] = None if seconds is None else float(seconds)
+        return arguments
+
+    def waits_for(self, hook: MigrationPlanHook) -> str:
+        from mirror_engine.catch_up import CatchUpBounds
+
+        arguments = self.arguments()
+        bounds = CatchUpBounds.from_plan(hook.plan, arguments.get("max_lag"), arguments.get("max_lag_s", "plan"))
+        return f"the catch-up gate: {bounds.describe()}"
 
 
 class CheckpointsCurrentSensor(ReadinessSensor):
