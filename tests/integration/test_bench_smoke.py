@@ -89,3 +89,14 @@ def test_mirror_maker_comparison_runs_at_a_tiny_size():
     assert switch["engine"][5:9] == ["2/2", "0", "0", "0"], result.stdout
     fidelity = [line for line in lines if line.startswith(("orders: partitions", "ACL DENY User:bob READ"))]
     assert len(fidelity) == 2, result.stdout
+
+
+def test_scale_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--shape", "6x2x3", "--records", "20",
+                             "--steady", "3"], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = {line[:34].strip(): line[34:].split() for line in result.stdout.splitlines()[2:] if line[:34].strip()}
+    # Every figure was measured: no step failed at this size.
+    for figure in ("plan", "prepare", "run: first record", "run: backlog copied", "switch-group (one group)",
+                   "DAG parse", "largest status record, KiB", "engine log lines per minute"):
+        assert rows[figure][0] != "-", result.stdout + result.stderr[-3000:]

@@ -1,0 +1,351 @@
+"""How a migration's costs grow with the cluster: start-up, copy, status, logs, checkpoints, switch, DAG parse.
+
+Each shape (`--shape TOPICSxPARTITIONSxGROUPS`, several in one run, smallest first) is built on one pair of local
+clusters: topics of plain records, consumer groups stopped part-way on 1 to 3 topics each (committed offsets, no
+members), and a plan copying them with `engine.run_checkpoints: true`. Then, from outside, as a user runs them:
+- `plan`, `prepare --dry-run`, `prepare`: each command's wall time;
+- `run`: launched as a child process; the time to the first record on the target, to the whole backlog copied,
+  and the copy rate beside the raw produce rate of the same records into the same number of partitions (measured
+  in the same run, into a topic set of its own); the engine's peak RSS;
+- status: the status topic's largest record and the bytes written to it per status interval, in steady state;
+- logs: the engine's log lines per minute in steady state (`--steady` seconds after the copy caught up);
+- a checkpoint round: every group translated (a read-only round beside the engine's own, `run_once(write=False)`);
+- `switch-group` of one group: wall time of the command, proof included;
+- DAG parse: the migration DAG file parsed with the shape's plan as its only plan.
+Each figure is printed per shape, with the goal at 10,000 partitions, 1,000 topics and 1,000 groups.
+
+Not measured here yet: two workers sharing the flow (one joining, one leaving), the cockpit's pages, and
+MirrorMaker 2 on the same shape.
+
+The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
+to the hard limit (the brokers inherit it) and says so when that is below what the shape needs.
+
+    .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000   # 2,000 and 10,000 partitions
+    .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from vs_mm2 import cluster_section, print_table, stop_clusters
+
+from kafka_local.cluster import KafkaCluster, start_pair
+from kafka_local.mm2 import memory_bytes
+from mirror_engine.checkpoints import Checkpointer
+from mirror_engine.internal_topics import InternalTopics
+from mirror_engine.plan import plan_from_dict
+from mirror_engine.topics import list_offsets, wait_until_served
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE = [sys.executable, "-m", "mirror_engine.cli"]
+VALUE = b"v" * 100
+CREATE_BATCH = 500  # topics per CreateTopics request
+
+log = logging.getLogger("scale")
+
+
+@dataclass(frozen=True)
+class Shape:
+    topics: int
+    partitions: int  # per topic
+    groups: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        topics, partitions, groups = (int(part) for part in text.lower().split("x"))
+        return cls(topics, partitions, groups)
+
+    @property
+    def total_partitions(self) -> int:
+        return self.topics * self.partitions
+
+    def __str__(self) -> str:
+        return f"{self.total_partitions:,} partitions ({self.topics:,} x {self.partitions}), {self.groups:,} groups"
+
+
+@dataclass
+class Figures:
+    """What one shape measured; None where a step failed or did not run."""
+
+    seconds: dict[str, float | None] = field(default_factory=dict)
+    rate: float | None = None  # records/s of the engine's copy, from its first record to the last
+    raw_rate: float | None = None  # records/s of a plain producer into as many partitions
+    peak_rss_mib: float | None = None
+    largest_status_kib: float | None = None
+    status_kib_per_interval: float | None = None
+    log_lines_per_minute: float | None = None
+
+
+def raise_file_limit(shape: Shape) -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    needed = 2 * shape.total_partitions + 5_000  # a log and a time index open per partition, and sockets
+    if hard < needed:
+        log.warning("open-file limit %d (hard) is below the %d this shape may need per broker: raise it "
+                    "(ulimit -Hn, /etc/security/limits.conf) if a broker fails to open its logs", hard, needed)
+    with open("/proc/sys/vm/max_map_count") as file:
+        maps = int(file.read())
+    if maps < 4 * shape.total_partitions:
+        log.warning("vm.max_map_count %d: set it to at least %d (sysctl -w vm.max_map_count=...) for this shape",
+                    maps, 4 * shape.total_partitions)
+
+
+def create_topics(cluster: KafkaCluster, names: list[str], partitions: int) -> None:
+    admin = AdminClient(cluster.client_config())
+    for start in range(0, len(names), CREATE_BATCH):
+        batch = names[start:start + CREATE_BATCH]
+        for future in admin.create_topics([NewTopic(n, partitions, 1) for n in batch], request_timeout=120).values():
+            future.result()
+        wait_until_served(admin, batch, timeout_s=120)
+
+
+def produce_records(cluster: KafkaCluster, names: list[str], partitions: int, per_partition: int) -> float:
+    """Seconds a plain producer takes to write `per_partition` records into every partition of `names`."""
+    producer = Producer({**cluster.client_config(), "linger.ms": 20, "batch.size": 1 << 20, "acks": "all",
+                         "enable.idempotence": True, "compression.type": "lz4",
+                         "queue.buffering.max.messages": 1_000_000})
+    started = time.monotonic()
+    for name in names:
+        for partition in range(partitions):
+            for i in range(per_partition):
+                while True:
+                    try:
+                        producer.produce(name, VALUE, b"k%d" % i, partition)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+        producer.poll(0)
+    assert producer.flush(300) == 0, "the source did not take every record"
+    return time.monotonic() - started
+
+
+def commit_groups(cluster: KafkaCluster, prefix: str, names: list[str], shape: Shape, per_partition: int) -> None:
+    """Each group stopped half-way on 1 to 3 topics: committed offsets, no members."""
+    admin = AdminClient(cluster.client_config())
+    rng = random.Random(7)
+    pending = []
+    for g in range(shape.groups):
+        read = rng.sample(names, min(len(names), rng.randint(1, 3)))
+        offsets = [TopicPartition(t, p, per_partition // 2) for t in read for p in range(shape.partitions)]
+        pending.append(ConsumerGroupTopicPartitions(f"{prefix}-g{g}", offsets))
+    deadline = time.monotonic() + 120
+    while pending:
+        futures = []
+        for request in pending[:200]:  # bounded in flight
+            answers = admin.alter_consumer_group_offsets([request], request_timeout=60)
+            futures += [(request, future) for future in answers.values()]
+        retry = []
+        for request, future in futures:
+            try:
+                result = future.result()
+                failed = [tp for tp in result.topic_partitions if tp.error is not None]
+            except KafkaException as error:  # a fresh cluster's coordinator still loading
+                failed = [error]
+            if failed:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"group {request.group_id}: offsets not committed: {failed[:3]}")
+                retry.append(request)
+        pending = retry + pending[200:]
+        if retry:
+            time.sleep(0.5)
+
+
+def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
+    tps = [TopicPartition(n, p) for n in names for p in range(partitions)]
+    return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
+
+
+def timed(command: list[str], log_file: Path) -> float | None:
+    started = time.monotonic()
+    with log_file.open("w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=1800)
+    if done.returncode != 0:
+        log.warning("%s exited with %d:\n%s", " ".join(command[3:5]), done.returncode,
+                    log_file.read_text(errors="replace")[-2000:])
+        return None
+    return time.monotonic() - started
+
+
+def status_sizes(target: KafkaCluster, topic: str, since_ms: int) -> tuple[int, int, int]:
+    """(largest record, bytes, first-to-last milliseconds) of the status records written since `since_ms`."""
+    consumer = Consumer({**target.client_config(), "group.id": "scale-status", "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    largest = total = 0
+    first = last = None
+    try:
+        while True:
+            message = consumer.poll(10)
+            if message is None or (message.error() and message.error().code() == -191):  # end of partition
+                break
+            if message.error():
+                raise RuntimeError(message.error())
+            stamp = message.timestamp()[1]
+            if stamp < since_ms:
+                continue
+            size = len(message.value() or b"") + len(message.key() or b"")
+            largest, total = max(largest, size), total + size
+            first = stamp if first is None else first
+            last = stamp
+    finally:
+        consumer.close()
+    return largest, total, (last - first) if first is not None and last is not None else 0
+
+
+def dag_parse_seconds(plan_file: Path, workdir: Path) -> float | None:
+    plans = workdir / "plans"
+    plans.mkdir(exist_ok=True)
+    (plans / plan_file.name).write_text(plan_file.read_text())
+    # Airflow puts the plugins folder on sys.path in its own processes: so does this one.
+    code = (f"import sys, time; sys.path.insert(0, {str(ROOT / 'plugins')!r}); t = time.monotonic(); "
+            "from airflow.models.dagbag import DagBag; "
+            f"bag = DagBag(dag_folder={str(ROOT / 'dags' / 'migrations.py')!r}); "
+            "assert not bag.import_errors, bag.import_errors; print(time.monotonic() - t)")
+    env = {**os.environ, "KAFKA_MIGRATION_PLANS": str(plans), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        log.warning("DAG parse failed: %s", done.stderr[-2000:])
+        return None
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: Path, per_partition: int,
+            steady_s: float) -> Figures:
+    figures = Figures()
+    prefix = f"s{shape.total_partitions}"
+    names = [f"{prefix}.t{i:05d}" for i in range(shape.topics)]
+    raw_names = [f"raw{shape.total_partitions}.t{i:05d}" for i in range(shape.topics)]
+    log.info("%s: creating topics", shape)
+    create_topics(source, names, shape.partitions)
+    create_topics(target, raw_names, shape.partitions)
+    log.info("%s: writing %d records per partition", shape, per_partition)
+    produce_records(source, names, shape.partitions, per_partition)
+    figures.raw_rate = shape.total_partitions * per_partition / produce_records(target, raw_names, shape.partitions,
+                                                                                 per_partition)
+    commit_groups(source, prefix, names, shape, per_partition)
+
+    data = {"name": prefix, "source": cluster_section("src", source), "target": cluster_section("tgt", target),
+            "topics": {"include": [rf"{prefix}\..*"]}, "groups": {"include": [f"{prefix}-g.*"]},
+            "engine": {"run_checkpoints": True}}
+    plan_file = workdir / f"{prefix}.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    plan = plan_from_dict(data)
+    for step, extra in (("plan", []), ("prepare --dry-run", ["--dry-run"]), ("prepare", [])):
+        command = [*ENGINE, step.split()[0], "--plan", str(plan_file), *extra]
+        figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log")
+
+    total = shape.total_partitions * per_partition
+    target_admin = AdminClient(target.client_config())
+    engine_log = workdir / f"{prefix}-run.log"
+    launched_ms = int(time.time() * 1000)
+    with engine_log.open("w") as out:
+        engine = subprocess.Popen([*ENGINE, "run", "--plan", str(plan_file)], stdout=out, stderr=subprocess.STDOUT)
+    started = time.monotonic()
+    try:
+        first = caught_up = None
+        while caught_up is None and engine.poll() is None and time.monotonic() - started < 1800:
+            copied = end_offsets(target_admin, names, shape.partitions)
+            now = time.monotonic() - started
+            if first is None and copied:
+                first = now
+            if copied >= total:
+                caught_up = now
+            time.sleep(0.1)
+        figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
+        if caught_up is not None and first is not None and caught_up > first:
+            figures.rate = total / (caught_up - first)  # from the first record: start-up is its own figure
+        lines_before = len(engine_log.read_text(errors="replace").splitlines())
+        time.sleep(steady_s)
+        lines = len(engine_log.read_text(errors="replace").splitlines()) - lines_before
+        figures.log_lines_per_minute = lines * 60 / steady_s
+        # Every status record since the launch: the start-up's included, when the most partitions change.
+        largest, written, span_ms = status_sizes(target, InternalTopics.for_plan(plan).status, launched_ms)
+        figures.largest_status_kib = largest / 1024
+        intervals = max(1.0, span_ms / 1000 / plan.engine.status_interval_s)
+        figures.status_kib_per_interval = written / 1024 / intervals
+        figures.peak_rss_mib = memory_bytes(engine.pid, "VmHWM") / 2**20
+
+        began = time.monotonic()
+        checkpointer = Checkpointer(plan, source.client_config(), target.client_config())
+        try:
+            results = checkpointer.run_once(write=False)
+            figures.seconds["checkpoint round (read-only)"] = time.monotonic() - began
+            log.info("checkpoint round: %d groups", len(results))
+        finally:
+            checkpointer.close()
+        figures.seconds["switch-group (one group)"] = timed(
+            [*ENGINE, "switch-group", "--plan", str(plan_file), "--group", f"{prefix}-g0"],
+            workdir / f"{prefix}-switch.log")
+    finally:
+        engine.terminate()
+        try:
+            engine.wait(120)
+        except subprocess.TimeoutExpired:
+            engine.kill()
+    log.info("engine stopped, %d ms after launch", int(time.time() * 1000) - launched_ms)
+    figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir)
+    return figures
+
+
+GOALS = {
+    "plan": "", "prepare --dry-run": "", "prepare": "",
+    "run: first record": "<= 3 s", "run: backlog copied": "", "checkpoint round (read-only)": "<= 5 s",
+    "switch-group (one group)": "<= 2 s", "DAG parse": "<= 5 s",
+}
+
+
+def report(shapes: list[Shape], results: list[Figures]) -> None:
+    header = ["figure", *(f"{s.total_partitions:,} p / {s.groups:,} g" for s in shapes), "goal at 10,000 p"]
+
+    def cell(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+    rows = [[name, *(cell(r.seconds.get(name)) for r in results), goal] for name, goal in GOALS.items()]
+    rows += [
+        ["copy rate, records/s", *(cell(r.rate, 0) for r in results), ""],
+        ["copy rate vs raw produce", *(cell(r.rate / r.raw_rate if r.rate and r.raw_rate else None, 2)
+                                       for r in results), ">= 0.80"],
+        ["peak RSS, MiB", *(cell(r.peak_rss_mib, 0) for r in results), "<= 250"],
+        ["largest status record, KiB", *(cell(r.largest_status_kib) for r in results), "<= 64"],
+        ["status written per interval, KiB", *(cell(r.status_kib_per_interval) for r in results), "< 1,024"],
+        ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
+    ]
+    print_table("Costs by cluster size (seconds unless named)", header, rows,
+                ["two workers joining and leaving, the cockpit and MirrorMaker 2 on the same shape: not measured yet"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", action="append", type=Shape.parse,
+                        help="TOPICSxPARTITIONSxGROUPS (repeatable; default 1000x10x1000)")
+    parser.add_argument("--records", type=int, default=100, help="records per partition (100 B each)")
+    parser.add_argument("--steady", type=float, default=60.0, help="seconds of steady state after the copy")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
+    raise_file_limit(shapes[-1])
+    with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
+        workdir = Path(tmp)
+        source, target = start_pair(workdir / "clusters")
+        try:
+            results = [measure(shape, source, target, workdir, args.records, args.steady) for shape in shapes]
+        finally:
+            stop_clusters([source, target])
+    report(shapes, results)
+
+
+if __name__ == "__main__":
+    main()
