@@ -56,3 +56,12 @@ def test_the_stop_task_on_a_host_that_started_no_engine_fails(plan_file):
     task = StopReplicationOperator(task_id="stop_engine", plan_path=str(plan_file))
     with pytest.raises(AirflowFailException, match="no engine was started on this host"):
         task.run({"params": {}})
+
+
+def test_the_stop_task_skips_when_the_run_starts_no_engine_and_none_was_started_here(plan_file):
+    from airflow.sdk.exceptions import AirflowSkipException
+    from kafka_migration.operators.migration import StopReplicationOperator
+
+    task = StopReplicationOperator(task_id="stop_engine", plan_path=str(plan_file))
+    with pytest.raises(AirflowSkipException, match="engines run as their own service"):
+        task.run({"params": {"stages": ["catch_up", "switch_groups", "finish"]}})

@@ -183,6 +183,10 @@ class StopReplicationOperator(MigrationOperator):
         from mirror_engine.supervision import SupervisionError, stop_engine
 
         state_file, log_file = _engine_files(self.hook().plan.name)
+        stages = context["params"].get("stages")
+        if stages is not None and "replicate" not in stages and not state_file.exists():
+            raise AirflowSkipException("this run leaves out the replicate stage and no engine was started on this "
+                                       "host: engines run as their own service are stopped where they run")
         try:
             engine, killed = stop_engine(state_file, timeout_s=120)
         except SupervisionError as error:
