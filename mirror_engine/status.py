@@ -209,7 +209,11 @@ def _labels(**labels: object) -> str:
 
 
 def prometheus_text(status: dict) -> str:
-    """A worker's status snapshot in the Prometheus text exposition format (version 0.0.4)."""
+    """A worker's status snapshot in the Prometheus text exposition format (version 0.0.4).
+
+    Written here (40 lines) rather than through prometheus_client, whose process-wide registry and collectors
+    would be a runtime dependency to render one snapshot dict; the tests parse it with prometheus_client's own
+    parser (`test_workers.py`)."""
     if not status:
         return ""
     flow = {"source": status["source"], "target": status["target"]}
