@@ -283,8 +283,24 @@ def _add_plan_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
 
 
+def version_line() -> str:
+    """The engine's version, with the Kafka client and Python it runs on (what support asks first)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import confluent_kafka
+
+    try:
+        engine = version("kafka-migration")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        engine = "unknown (not installed: pip install .)"
+    return (f"mirror-engine {engine} (confluent-kafka {confluent_kafka.version()}, librdkafka "
+            f"{confluent_kafka.libversion()[0]}, Python {platform.python_version()})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mirror-engine", description="Kafka cluster migration engine")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG (as --log-level DEBUG)")
     parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
                         help="the engine's log level (default INFO); credentials are masked at every level")

@@ -7,7 +7,8 @@ in any value (Kafka's ConfigTransformer pattern). This engine runs Kafka's three
 - FileConfigProvider: `path` is a .properties file (read as UTF-8), `key` one of its entries;
 - DirectoryConfigProvider: `path` is a directory, `key` the name of a regular file in it, whose whole
   content (UTF-8) is the value;
-- EnvVarConfigProvider: no path, `key` an environment variable; `allowlist.pattern` limits the names.
+- EnvVarConfigProvider: no path, `key` an environment variable; `allowlist.pattern` limits the names (a
+  Java regex run on RE2, as every user regex here: linear time, look-around and back-references refused).
 
 `allowed.paths` (file and directory) limits the paths as Kafka's AllowedPaths does. Where Kafka would leave
 a reference unresolved (a missing key, file or variable) the engine stops with an error naming the setting
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mirror_engine.java_properties import PropertiesError, parse_properties_text
+from mirror_engine.regexes import RegexError, check_pattern, compile_any
 
 __all__ = ["REFERENCE", "ConfigProviderError", "ConfigProviders"]
 
@@ -96,6 +98,12 @@ class ConfigProviders:
             prefix = f"config.providers.{name}.param."
             params = {k[len(prefix):]: v.strip() for k, v in entries.items() if k.startswith(prefix)}
             problems.extend(_allowed_paths_problems(prefix + "allowed.paths", params.get("allowed.paths")))
+            if kind == "env" and "allowlist.pattern" in params:
+                try:  # a user regex like the plan's: RE2, linear time, or refused here by name
+                    check_pattern(params["allowlist.pattern"])
+                except RegexError as error:
+                    problems.append(f"{prefix}allowlist.pattern: {error}")
+                    continue
             providers[name] = _Provider(name, kind, params)
         return cls(providers, environ), problems
 
@@ -127,7 +135,8 @@ class ConfigProviders:
             raise ConfigProviderError(f"{key}: reference {reference}: EnvVarConfigProvider takes no path; "
                                       f"write ${{{provider.name}:{variable}}}")
         pattern = provider.params.get("allowlist.pattern")
-        if pattern is not None and re.fullmatch(pattern, variable) is None:
+        allowlist = compile_any([pattern]) if pattern is not None else None
+        if allowlist is not None and allowlist.fullmatch(variable) is None:
             raise ConfigProviderError(f"{key}: reference {reference}: variable {variable} does not match "
                                       f"config.providers.{provider.name}.param.allowlist.pattern")
         if variable not in self._environ:

@@ -18,12 +18,13 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Message, Producer
+from pydantic import BaseModel
 
 from mirror_engine.clusters import admin_client
+from mirror_engine.internal_reader import InternalTopicReader, MalformedRecord, decoded, read_to_end
 from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.progress import read_topic_to_end
 
 FLOW_STATES = ("running", "paused", "stopped")
 # What people ask for, and the state it sets.
@@ -39,6 +40,20 @@ class BackfillSnapshot:
     partitions: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (B, target start)
 
 
+class ControlRecord(BaseModel):
+    """A control record's value, as read (fields a kind does not use are left at their defaults)."""
+
+    state: str = ""
+    partitions: dict[int, tuple[int, int]] = {}  # backfill: partition -> (B, target start)
+
+
+def _decode(message: Message) -> ControlRecord | None:
+    raw = message.value()
+    if not (message.key() or b"").decode():
+        raise MalformedRecord("a control record without a key")
+    return None if raw is None else ControlRecord.model_validate_json(raw)
+
+
 @dataclass
 class ControlChanges:
     switched: set[str] = field(default_factory=set)
@@ -51,7 +66,7 @@ class ControlChannel:
         self.topics = InternalTopics.for_plan(plan)
         self.topic = self.topics.control
         self.target_config = target_config
-        self._consumer: Consumer | None = None
+        self._reader: InternalTopicReader | None = None
         self._next_offset = OFFSET_BEGINNING
         self.switched_topics: set[str] = set()
         self.backfills: dict[str, BackfillSnapshot] = {}
@@ -90,45 +105,37 @@ class ControlChannel:
     # ------------------------------------------------------------------ reading
     def load(self) -> None:
         """Read the whole control topic (at start)."""
-        records = read_topic_to_end(self.target_config, self.topic)
-        for message in records:
-            self._apply(message, ControlChanges())
+        records = read_to_end(self.target_config, self.topic)
+        decoded(records, lambda message: self._apply(message, ControlChanges()))  # malformed ones skipped
         if records:
             self._next_offset = records[-1].offset() + 1
 
     def poll(self) -> ControlChanges:
         """Read control records written since the last call, without waiting."""
-        if self._consumer is None:
-            self._consumer = Consumer({**self.target_config, "group.id": "mirror-engine-control",
-                                       "enable.auto.commit": False, "enable.partition.eof": False})
-            self._consumer.assign([TopicPartition(self.topic, 0, self._next_offset)])
+        if self._reader is None:
+            self._reader = InternalTopicReader(self.target_config, self.topic, "mirror-engine-control",
+                                               start={self.topic: self._next_offset})
         changes = ControlChanges()
-        for message in self._consumer.consume(1000, timeout=0):
-            error = message.error()
-            if error is not None:
-                raise RuntimeError(f"reading {self.topic}: {error.str()}")
-            self._apply(message, changes)
+        decoded(self._reader.available(), lambda message: self._apply(message, changes))  # malformed ones skipped
         return changes
 
     def _apply(self, message: Message, changes: ControlChanges) -> None:
-        key = (message.key() or b"").decode()
-        raw = message.value()
-        if raw is None:
+        """Apply one record; a malformed one raises (before changing anything) and is skipped by the reader."""
+        value = _decode(message)
+        if value is None:
             return
-        value = json.loads(raw)
-        kind, _, name = key.partition(":")
-        if kind == "flow" and value.get("state") in FLOW_STATES and value["state"] != self.flow_state:
-            self.flow_state = changes.flow_state = value["state"]
-        elif kind == "topic" and value.get("state") == "switched" and name not in self.switched_topics:
+        kind, _, name = (message.key() or b"").decode().partition(":")
+        if kind == "flow" and value.state in FLOW_STATES and value.state != self.flow_state:
+            self.flow_state = changes.flow_state = value.state
+        elif kind == "topic" and value.state == "switched" and name not in self.switched_topics:
             self.switched_topics.add(name)
             changes.switched.add(name)
         elif kind == "backfill":
-            partitions = {int(p): (int(r[0]), int(r[1])) for p, r in value.get("partitions", {}).items()}
             previous = self.backfills.get(name)
-            self.backfills[name] = BackfillSnapshot(name, value.get("state", "pending"), partitions)
-            if value.get("state") == "done" and (previous is None or previous.state != "done"):
+            self.backfills[name] = BackfillSnapshot(name, value.state or "pending", dict(value.partitions))
+            if value.state == "done" and (previous is None or previous.state != "done"):
                 changes.backfilled.add(name)
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
+        if self._reader is not None:
+            self._reader.close()

@@ -7,19 +7,14 @@ every progress record read, all the syncs it relies on: translation up to that p
 
 from __future__ import annotations
 
-import time
+from confluent_kafka import Message
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import OffsetSpec
-
-from mirror_engine.clusters import admin_client
+from mirror_engine.internal_reader import InternalTopicReader, decoded
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import OffsetSync
 from mirror_engine.offset_map import OffsetMap
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.progress import PartitionProgress, parse_progress
-from mirror_engine.topic_tail import SHORT_FETCH_WAIT, assign_known, consume_available
-from mirror_engine.topics import list_offsets
 
 TopicPartitionKey = tuple[str, int]
 
@@ -32,17 +27,12 @@ class FlowMapping:
         self.topics = InternalTopics.for_plan(plan)
         self.offsets = OffsetMap()
         self.progress: dict[TopicPartitionKey, PartitionProgress] = {}
-        self._admin = admin_client(target_config)
-        self._consumer = Consumer({
-            **target_config, "group.id": "mirror-engine-mapping", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
-        })
-        assign_known(self._consumer, [TopicPartition(self.topics.progress, 0, OFFSET_BEGINNING),
-                                      TopicPartition(self.topics.offset_syncs, 0, OFFSET_BEGINNING)])
-        self._read_up_to = {self.topics.progress: 0, self.topics.offset_syncs: 0}
+        # Progress first: each read asks its end before the syncs' end (see the module docstring).
+        self._reader = InternalTopicReader(target_config, [self.topics.progress, self.topics.offset_syncs],
+                                           "mirror-engine-mapping")
 
     def close(self) -> None:
-        self._consumer.close()
+        self._reader.close()
 
     def __enter__(self) -> FlowMapping:
         return self
@@ -51,34 +41,28 @@ class FlowMapping:
         self.close()
 
     def refresh(self, timeout_s: float = 30.0) -> FlowMapping:
-        # Progress end first, syncs end second (see the module docstring).
-        ends = {}
-        for topic in (self.topics.progress, self.topics.offset_syncs):
-            ends[topic] = list_offsets(self._admin, [TopicPartition(topic, 0)], OffsetSpec.latest())[(topic, 0)]
-        deadline = time.monotonic() + timeout_s
-        while any(self._read_up_to[topic] < end for topic, end in ends.items()):
-            for message in consume_available(self._consumer, 0.2):
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"reading {message.topic()} on the target: {error.str()}")
-                    self._read_up_to[message.topic()] = max(self._read_up_to[message.topic()], message.offset())
-                    continue
-                self._read_up_to[message.topic()] = message.offset() + 1
-                if message.topic() == self.topics.offset_syncs:
-                    self.offsets.add(OffsetSync.from_record(message.key(), message.value()))
-                    continue
-                key, progress = parse_progress(message.key(), message.value())
-                if progress is None:
-                    self.progress.pop(key, None)
-                    continue
-                self.progress[key] = progress
-                if progress.target_position >= 0:
-                    self.offsets.set_positions(*key, progress.position, progress.target_position)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading the flow's mapping from {self.topics.progress} and "
-                                   f"{self.topics.offset_syncs} took more than {timeout_s:.0f} s")
+        try:
+            records = self._reader.read_new(timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"reading the flow's mapping from {self.topics.progress} and "
+                               f"{self.topics.offset_syncs} took more than {timeout_s:.0f} s") from None
+        for _message, item in decoded(records, self._decode):
+            if isinstance(item, OffsetSync):
+                self.offsets.add(item)
+                continue
+            key, progress = item
+            if progress is None:
+                self.progress.pop(key, None)
+                continue
+            self.progress[key] = progress
+            if progress.target_position >= 0:
+                self.offsets.set_positions(*key, progress.position, progress.target_position)
         return self
+
+    def _decode(self, message: Message) -> OffsetSync | tuple[TopicPartitionKey, PartitionProgress | None]:
+        if message.topic() == self.topics.offset_syncs:
+            return OffsetSync.from_record(message.key(), message.value())
+        return parse_progress(message.key(), message.value())
 
     def translate(self, topic: str, partition: int, source_offset: int) -> int | None:
         """Exact target offset for a committed source offset; None while it is not copied yet."""

@@ -12,11 +12,11 @@ from typing import Any
 
 from mirror_engine.acls import Acl, group_fence, read_acls
 from mirror_engine.flow_watch import FlowWatch
+from mirror_engine.internal_reader import InternalTopicReader, decoded
 from mirror_engine.mm2_formats import Checkpoint
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.reports import ReportStore
 from mirror_engine.status import flow_problems, is_live
-from mirror_engine.topic_tail import TopicTail
 
 HISTORY_S = 3600  # the charts' window
 BUCKET_S = 10  # one chart point per this many seconds
@@ -36,8 +36,8 @@ class FlowView:
         self.plan = plan
         self.watch = FlowWatch(plan, source_config, target_config, status_window_s=HISTORY_S)
         self.reports = ReportStore(plan, target_config)
-        self._checkpoints = TopicTail(target_config, self.watch.mapping.topics.checkpoints,
-                                      "mirror-engine-checkpoints-reader")
+        self._checkpoints = InternalTopicReader(target_config, self.watch.mapping.topics.checkpoints,
+                                                "mirror-engine-checkpoints-reader")
         self._checkpointed: dict[str, dict[tuple[str, int], int]] = {}  # group -> {(topic, p): record time ms}
         self._snapshot: tuple[float, dict[str, Any]] | None = None
 
@@ -48,8 +48,8 @@ class FlowView:
 
     def checkpoints(self) -> list[dict[str, Any]]:
         """Per group with MM2-format checkpoints on the target: partitions checkpointed and the newest one's time."""
-        for message in self._checkpoints.read_new():
-            checkpoint = Checkpoint.from_record(message.key(), message.value())
+        for message, checkpoint in decoded(self._checkpoints.read_new(),
+                                           lambda m: Checkpoint.from_record(m.key(), m.value())):
             self._checkpointed.setdefault(checkpoint.group, {})[(checkpoint.topic, checkpoint.partition)] = \
                 message.timestamp()[1]
         return [{"group": group, "partitions": len(times), "newest_ms": max(times.values()),

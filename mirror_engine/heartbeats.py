@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from mirror_engine.clusters import admin_client
+from mirror_engine.internal_reader import decoded, read_to_end
 from mirror_engine.mm2_formats import Heartbeat
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.progress import read_topic_to_end
 from mirror_engine.topics import list_offsets, wait_until_served
 
 
@@ -38,7 +38,8 @@ def last_heartbeat(target_config: dict[str, str], plan: MigrationPlan) -> Heartb
     """The newest heartbeat the plan's flow wrote to the target, or None if it never wrote one."""
     topic = plan.policy().heartbeats_topic()
     flow = (plan.source.alias, plan.target.alias)
-    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_topic_to_end(target_config, topic)]
+    beats = [beat for _m, beat in decoded(read_to_end(target_config, topic),
+                                          lambda m: Heartbeat.from_record(m.key(), m.value()))]
     return max((b for b in beats if (b.source_alias, b.target_alias) == flow), key=lambda b: b.timestamp_ms,
                default=None)
 

@@ -7,14 +7,18 @@ line), or a bare word of letters, digits, `.`, `-`, `_` and `$` that does not st
 rest of the line after a lone `/`.
 
 Errors never show an option value, nor an option name that could be a piece of one: the value usually is a
-password, and error messages end up in logs.
+password, and error messages end up in logs. `render_jaas_config` writes an entry this reader (and Kafka's)
+reads back exactly, whatever the password holds.
+
+Hand-written because the grammar is Java's `StreamTokenizer`, which no maintained Python package reads; the
+tests hold it to what Kafka's own `JaasConfig` accepts and refuses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["JaasConfigError", "JaasLoginModule", "parse_jaas_config"]
+__all__ = ["JaasConfigError", "JaasLoginModule", "parse_jaas_config", "render_jaas_config"]
 
 _FLAGS = ("required", "requisite", "sufficient", "optional")
 # Option names of Kafka's own login modules: only these are named in an error message.
@@ -176,3 +180,16 @@ def parse_jaas_config(text: str) -> list[JaasLoginModule]:
     if not entries:
         raise JaasConfigError("no login module: expected '<LoginModule class> required name=\"value\" ...;'")
     return entries
+
+
+def _quoted_value(value: str) -> str:
+    # Inside quotes StreamTokenizer reads a backslash as an escape (\n, octal \101, ...) and a line break as the
+    # end of the string: both are written escaped, as are the quotes.
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def render_jaas_config(module: str, options: dict[str, str], flag: str = "required") -> str:
+    """One login module entry, every option value quoted and escaped so that Kafka reads exactly `options`."""
+    rendered = "".join(f" {name}={_quoted_value(value)}" for name, value in options.items())
+    return f"{module} {flag}{rendered};"

@@ -1,8 +1,9 @@
 """Java key and trust stores turned into files librdkafka reads: PEM key, certificate chain and CA certificates.
 
 librdkafka reads PEM files and PKCS#12 keystores, never JKS, and no PKCS#12 truststore. A JKS store is first
-copied to PKCS#12 by the JDK's `keytool -importkeystore` (the only maintained JKS reader at hand); PKCS#12
-is read with `cryptography`. What comes out is written to one private directory per process:
+copied to PKCS#12 by the JDK's `keytool -importkeystore` (the only maintained JKS reader at hand: pyjks has had
+no release since 2020); PKCS#12 is read with `cryptography`. What comes out is written to one private
+directory per process:
 
 - the directory is created by `mkdtemp` (mode 0700) on first use, every file in it with mode 0600;
 - a private key is written encrypted (PKCS#8, the best encryption `cryptography` offers) with the password

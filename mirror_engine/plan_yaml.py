@@ -4,6 +4,10 @@ A plan file may come from anyone who can put a file where a DAG or the CLI reads
 reading it ends within a second with either the data or one `PlanFileProblem` saying what is wrong and
 where: never a hang (a device or FIFO given as the plan), never memory blown up by aliases ("billion
 laughs"), never a crash on deep nesting, and never a key given twice silently read as its last value.
+
+Bounds written here on PyYAML's safe loader rather than another library: PyYAML and ruamel.yaml expand aliases
+and take a key twice without limit, and strictyaml reads another dialect (every value a string, no flow style),
+which would change what an existing plan means.
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ import json
 import time
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import Message, Producer
+from pydantic import BaseModel
 
 from mirror_engine.clusters import admin_client
+from mirror_engine.internal_reader import InternalTopicReader, MalformedRecord, decoded
 from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.topic_tail import TopicTail
 
 REPORT_KINDS = ("validation", "group-switch", "producer-switch")
 MAX_REPORT_BYTES = 512 * 1024
@@ -43,6 +44,24 @@ def bounded(report: dict[str, Any], limit: int = MAX_REPORT_BYTES) -> dict[str, 
     return {**cut, "truncated": truncated}
 
 
+class StoredReport(BaseModel):
+    """A report record as stored (`ReportStore.put`); validated where read, kept as its dict."""
+
+    kind: str
+    name: str
+    stored_ms: int
+    report: dict[str, Any]
+
+
+def _decode(message: Message) -> dict[str, Any] | None:
+    if not message.key():
+        raise MalformedRecord("a report record without a key")
+    raw = message.value()
+    if raw is None:
+        return None
+    return StoredReport.model_validate_json(raw).model_dump()
+
+
 class ReportStore:
     """Writes and reads one plan's reports; reading keeps one consumer and reads only what is new."""
 
@@ -51,7 +70,7 @@ class ReportStore:
         self.topic = self.topics.reports
         self.target_config = target_config
         self.latest: dict[str, dict[str, Any]] = {}  # key -> stored record, tombstoned keys removed
-        self._tail = TopicTail(target_config, self.topic, "mirror-engine-reports-reader")
+        self._tail = InternalTopicReader(target_config, self.topic, "mirror-engine-reports-reader")
 
     def put(self, kind: str, name: str, report: dict[str, Any]) -> str:
         """Store a report (replacing one of the same kind and name); returns its key."""
@@ -84,12 +103,12 @@ class ReportStore:
         return sorted(self.read(kind).values(), key=lambda record: -record["stored_ms"])
 
     def _read_new(self) -> None:
-        for message in self._tail.read_new():
+        for message, record in decoded(self._tail.read_new(), _decode):
             key = (message.key() or b"").decode()
-            if message.value() is None:
+            if record is None:
                 self.latest.pop(key, None)
             else:
-                self.latest[key] = json.loads(message.value())
+                self.latest[key] = record
 
     def close(self) -> None:
         self._tail.close()

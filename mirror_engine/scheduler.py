@@ -3,6 +3,10 @@
 Invariant: a task runs at most once per `interval_s` (its next run is due `interval_s` after the start of the
 previous one, or later when an earlier task was still running), and never two at once. A task that raises is
 logged with its name and runs again at its next time: one failing task never stops the others.
+
+Hand-written (90 lines) rather than APScheduler or `sched`: APScheduler runs jobs on its own executor threads,
+while the engine runs its due tasks on the copy thread between batches (`run_due`); `sched` has one-off events
+only, and an action that raises ends its `run()`.
 """
 
 from __future__ import annotations

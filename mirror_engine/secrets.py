@@ -29,13 +29,20 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-def remember_secrets(config: dict[str, str]) -> None:
-    """Register the secret values of a client config, so that `redact` masks them wherever they appear."""
+def secret_values(config: dict[str, str]) -> set[str]:
+    """Every secret a client config holds: the values of its secret settings, and a JAAS line's password."""
     values = {str(value) for key, value in config.items() if is_secret_key(key) and str(value)}
     # A JAAS line's password is a secret of its own, in case only it is echoed.
     for value in list(values):
         for match in re.finditer(r"password\s*=\s*(?:\"([^\"]*)\"|([^\";\s]+))", value):
             values.add(match.group(1) or match.group(2) or "")
+    values.discard("")
+    return values
+
+
+def remember_secrets(config: dict[str, str]) -> None:
+    """Register the secret values of a client config, so that `redact` masks them wherever they appear."""
+    values = secret_values(config)
     with _lock:
         _known.update(value for value in values if len(value) >= 3)
 

@@ -14,14 +14,16 @@ import json
 import time
 from collections import deque
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Message, TopicPartition
 from confluent_kafka.admin import OffsetSpec
+from pydantic import BaseModel
 
 from mirror_engine.clusters import admin_client
 from mirror_engine.control import ControlChannel
+from mirror_engine.internal_reader import InternalTopicReader, MalformedRecord, decoded, read_to_end
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.progress import load_progress, read_topic_to_end
+from mirror_engine.progress import load_progress
 from mirror_engine.topics import list_offsets
 
 
@@ -48,20 +50,56 @@ def replication_lag(plan: MigrationPlan, source_config: dict[str, str],
 STALE_AFTER_INTERVALS = 3  # a worker silent this many status intervals is reported as not running
 
 
+class _PartitionStatus(BaseModel):
+    topic: str
+    partition: int
+    lag: int
+    lag_ms: float | None = None
+    records_per_s: float
+    records_copied: int
+    failed: str | None = None
+
+
+class WorkerStatus(BaseModel):
+    """The fields of a worker's status record that its readers rely on (the record holds more; see
+    `replication.status_reporter`). Validated where read; the reader keeps the record's own dict."""
+
+    worker: str
+    state: str
+    mode: str
+    updated_ms: int
+    interval_s: float
+    lag: int
+    records_per_s: float
+    last_error: str | None = None
+    partitions: list[_PartitionStatus]
+
+
+def _decode(message: Message) -> dict | None:
+    raw = message.value()
+    if raw is None:
+        return None
+    WorkerStatus.model_validate_json(raw)
+    status = json.loads(raw)
+    if not isinstance(status, dict):
+        raise MalformedRecord("a status record that is not a JSON object")
+    return status
+
+
 def read_worker_statuses(plan: MigrationPlan, target_config: dict[str, str],
                          window_s: float = 300.0) -> list[dict]:
     """The latest status of every worker of the flow that published in the last `window_s`, by worker id."""
     topic = InternalTopics.for_plan(plan).status
     latest: dict[str, dict] = {}
-    for message in read_topic_to_end(target_config, topic, since_ms=int((time.time() - window_s) * 1000)):
-        if message.value() is not None:
-            status = json.loads(message.value())
+    records = read_to_end(target_config, topic, since_ms=int((time.time() - window_s) * 1000))
+    for _message, status in decoded(records, _decode):
+        if status is not None:
             latest[status["worker"]] = status
     return [latest[worker] for worker in sorted(latest)]
 
 
 class WorkerStatusFeed:
-    """The latest status of each worker of a flow, read incrementally from the status topic with one consumer
+    """The latest status of each worker of a flow, read incrementally from the status topic with one reader
     kept open: the first `poll()` reads the last `window_s`, each later one only what was written since."""
 
     def __init__(self, plan: MigrationPlan, target_config: dict[str, str], window_s: float = 300.0) -> None:
@@ -70,55 +108,27 @@ class WorkerStatusFeed:
         self.latest: dict[str, dict] = {}
         # (updated_ms, worker, lag, records/s) of every status read, oldest first, for charts over the window.
         self.history: deque[tuple[int, str, int, float]] = deque()
-        self._admin = admin_client(target_config)
-        self._consumer = Consumer({**target_config, "group.id": "mirror-engine-status-reader",
-                                   "enable.auto.commit": False, "enable.partition.eof": True})
-        self._assigned = False
-        self._position = 0  # the next offset to read
+        self._reader = InternalTopicReader(target_config, self.topic, "mirror-engine-status-reader",
+                                           since_ms=int((time.time() - window_s) * 1000))
 
     def poll(self, timeout_s: float = 10.0) -> list[dict]:
         """Read what was written since the last call; the latest status per worker, by worker id."""
-        if not self._assigned and not self._assign():
-            return []
-        tp = TopicPartition(self.topic, 0)
-        end = list_offsets(self._admin, [tp], OffsetSpec.latest())[(self.topic, 0)]
-        deadline = time.monotonic() + timeout_s
-        # Consume only up to the end seen now: waiting for an end-of-partition event that was already
-        # delivered would cost the whole consume timeout on every poll.
-        while self._position < end and time.monotonic() < deadline:
-            for message in self._consumer.consume(1000, timeout=0.2):
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"reading {self.topic}: {error.str()}")
-                    self._position = max(self._position, message.offset())
-                    continue
-                self._position = message.offset() + 1
-                if message.value() is not None:
-                    status = json.loads(message.value())
-                    self.latest[status["worker"]] = status
-                    self.history.append((status["updated_ms"], status["worker"], status["lag"],
-                                         status["records_per_s"]))
+        try:
+            records = self._reader.read_new(timeout_s)
+        except TimeoutError:  # what was read so far is shown; the rest comes with the next poll
+            records = []
+        for _message, status in decoded(records, _decode):
+            if status is not None:
+                self.latest[status["worker"]] = status
+                self.history.append((status["updated_ms"], status["worker"], status["lag"],
+                                     status["records_per_s"]))
         horizon = int((time.time() - self.window_s) * 1000)
         while self.history and self.history[0][0] < horizon:
             self.history.popleft()
         return [self.latest[w] for w in sorted(self.latest) if self.latest[w]["updated_ms"] >= horizon]
 
-    def _assign(self) -> bool:
-        if self.topic not in self._admin.list_topics(timeout=15).topics:  # no engine of the flow started yet
-            return False
-        tp = TopicPartition(self.topic, 0)
-        since = list_offsets(self._admin, [tp], OffsetSpec.for_timestamp(int((time.time() - self.window_s) * 1000)))
-        start = since[(self.topic, 0)]
-        if start < 0:  # nothing written within the window: start at the end
-            start = list_offsets(self._admin, [tp], OffsetSpec.latest())[(self.topic, 0)]
-        self._consumer.assign([TopicPartition(self.topic, 0, start)])
-        self._position = start
-        self._assigned = True
-        return True
-
     def close(self) -> None:
-        self._consumer.close()
+        self._reader.close()
 
 
 def is_live(status: dict, now_ms: int | None = None) -> bool:
@@ -209,7 +219,11 @@ def _labels(**labels: object) -> str:
 
 
 def prometheus_text(status: dict) -> str:
-    """A worker's status snapshot in the Prometheus text exposition format (version 0.0.4)."""
+    """A worker's status snapshot in the Prometheus text exposition format (version 0.0.4).
+
+    Written here (40 lines) rather than through prometheus_client, whose process-wide registry and collectors
+    would be a runtime dependency to render one snapshot dict; the tests parse it with prometheus_client's own
+    parser (`test_workers.py`)."""
     if not status:
         return ""
     flow = {"source": status["source"], "target": status["target"]}

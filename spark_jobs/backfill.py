@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.copy_contract import SyncOnDelta, produce_when_room, target_producer_settings
+from mirror_engine.times import aware_time
 
 log = logging.getLogger("spark_jobs.backfill")
 
@@ -57,12 +58,9 @@ def parse_bound(value: str | None) -> int | datetime | None:
             raise ValueError(f"an offset must be 0 or more, got {value}")
         return offset
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"'{value}' is neither an offset nor an ISO-8601 time such as 2026-01-31T00:00:00Z") from None
-    if moment.tzinfo is None:
-        raise ValueError(f"'{value}' has no time zone: add Z or an offset such as +01:00")
-    return moment
+        return aware_time(value)  # the plan's engine.start_from follows the same rule
+    except ValueError as error:
+        raise ValueError(f"neither an offset nor a time with its zone: {error}") from None
 
 
 def copy_partition(rows: Iterator[Any], target_config: dict[str, str], plan_parts: dict[tuple[str, int], dict]

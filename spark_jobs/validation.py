@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from mirror_engine.jaas_config import render_jaas_config
+
 FIRST_FEW = 5  # offsets listed per kind of problem and partition
 MAX_MISMATCHES = 10_000  # mismatched records per partition brought to the driver
 
@@ -103,10 +105,9 @@ def kafka_options(client_config: dict[str, str]) -> dict[str, str]:
     if mechanism:
         options["kafka.sasl.mechanism"] = mechanism
         module = "scram.ScramLoginModule" if mechanism.startswith("SCRAM") else "plain.PlainLoginModule"
-        user = client_config.get("sasl.username", "").replace('"', '\\"')
-        password = client_config.get("sasl.password", "").replace('"', '\\"')
-        options["kafka.sasl.jaas.config"] = (f'org.apache.kafka.common.security.{module} required '
-                                             f'username="{user}" password="{password}";')
+        options["kafka.sasl.jaas.config"] = render_jaas_config(
+            f"org.apache.kafka.common.security.{module}",
+            {"username": client_config.get("sasl.username", ""), "password": client_config.get("sasl.password", "")})
     if client_config.get("ssl.ca.location"):
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = client_config["ssl.ca.location"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime
 
 from confluent_kafka import TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -160,7 +159,7 @@ class PartitionAssigner:
         elif start == "latest":
             offsets = list_offsets(admin, tps, OffsetSpec.latest())
         else:
-            millis = int(datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000)
+            millis = int(start.timestamp() * 1000)  # aware: the plan refuses a time without its zone
             offsets = list_offsets(admin, tps, OffsetSpec.for_timestamp(millis))
             latest = list_offsets(admin, tps, OffsetSpec.latest())
             offsets = {k: (v if v >= 0 else latest[k]) for k, v in offsets.items()}

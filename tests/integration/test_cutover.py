@@ -16,9 +16,9 @@ from mirror_engine.checkpoints import Checkpointer
 from mirror_engine.engine import Replicator
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.groups import committed_offsets
+from mirror_engine.internal_reader import read_to_end
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Checkpoint
-from mirror_engine.progress import read_topic_to_end
 from mirror_engine.reports import ReportStore
 from mirror_engine.switch import (
     GroupSwitcher,
@@ -223,7 +223,7 @@ def test_checkpoints_sync_offsets_only_while_the_target_group_is_empty(kafka_pai
     assert target_offsets == source_offsets
     # The checkpoints on the target decode with MM2's schema and say the same.
     beats = [Checkpoint.from_record(m.key(), m.value())
-             for m in read_topic_to_end(target.client_config(), InternalTopics.for_plan(plan).checkpoints)]
+             for m in read_to_end(target.client_config(), InternalTopics.for_plan(plan).checkpoints)]
     mine = {(c.topic, c.partition): (c.upstream_offset, c.downstream_offset) for c in beats if c.group == group}
     assert mine == {key: (offset, offset) for key, offset in source_offsets.items()}
 

@@ -11,11 +11,12 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from mirror_engine import copy_contract
 from mirror_engine.engine import Replicator
+from mirror_engine.internal_reader import read_to_end
 from mirror_engine.internal_topics import InternalTopics
 from mirror_engine.mm2_formats import Heartbeat, OffsetSync
 from mirror_engine.offset_map import OffsetMap
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.progress import load_progress, read_topic_to_end
+from mirror_engine.progress import load_progress
 from tests.integration.kafka_data import (
     produce,
     produce_transactions,
@@ -121,7 +122,7 @@ def assert_offsets_translate_exactly(plan, source, target, copied_topics: list[t
     the stored progress to its record's target offset."""
     topics = InternalTopics.for_plan(plan)
     offsets = OffsetMap()
-    for message in read_topic_to_end(target.client_config(), topics.offset_syncs):
+    for message in read_to_end(target.client_config(), topics.offset_syncs):
         offsets.add(OffsetSync.from_record(message.key(), message.value()))
     for (topic, partition), progress in load_progress(target.client_config(), topics.progress).items():
         offsets.set_positions(topic, partition, progress.position, progress.target_position)
@@ -152,7 +153,7 @@ def test_heartbeats_are_written_in_mm2_format(kafka_pair, unique_name):
     plan = make_plan(source, target, unique_name)
     before = int(time.time() * 1000)
     Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=3)
-    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_topic_to_end(target.client_config(), "heartbeats")]
+    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_to_end(target.client_config(), "heartbeats")]
     mine = [b for b in beats if b.timestamp_ms >= before and (b.source_alias, b.target_alias) == ("src", "tgt")]
     assert len(mine) >= 2
 
@@ -163,7 +164,7 @@ def test_heartbeats_turned_off_are_not_written(kafka_pair, unique_name):
     data = plan_dict(source, target, unique_name, engine={"emit_heartbeats": False})
     data["source"]["alias"] = "quiet"
     Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(max_seconds=3)
-    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_topic_to_end(target.client_config(), "heartbeats")]
+    beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_to_end(target.client_config(), "heartbeats")]
     assert not [b for b in beats if b.source_alias == "quiet"]
 
 

@@ -32,10 +32,10 @@ from kafka_local.mm2 import (
 )
 from kafka_local.mm2_client import translate_offsets
 from mirror_engine.groups import commit_offsets
+from mirror_engine.internal_reader import read_to_end
 from mirror_engine.internal_topics import checkpoint_lease_group
 from mirror_engine.mm2_config import read_mm2_config
 from mirror_engine.mm2_formats import HEARTBEATS_TOPIC, Heartbeat
-from mirror_engine.progress import read_topic_to_end
 from mirror_engine.topics import describe_topic_configs, topic_overrides
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics
@@ -168,7 +168,7 @@ def test_one_mm2_file_gives_the_same_effects_from_mirrormaker2_and_mirror_engine
         # Heartbeats: both flows beat into the target's heartbeats topic.
         beats = {(b.source_alias, b.target_alias) for b in (
             Heartbeat.from_record(m.key(), m.value())
-            for m in read_topic_to_end(target.client_config(), HEARTBEATS_TOPIC))}
+            for m in read_to_end(target.client_config(), HEARTBEATS_TOPIC))}
         assert {(mm_alias, target_alias), (engine_alias, target_alias)} <= beats
 
         _out, refused = separate.communicate(timeout=60)

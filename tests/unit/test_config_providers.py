@@ -112,3 +112,19 @@ def test_allowed_paths_must_be_absolute_and_exist_as_kafka_requires(tmp_path):
     assert [line.split(": ", 1)[0] for line in problems] == [
         "config.providers.file.param.allowed.paths", "config.providers.dir.param.allowed.paths"]
     assert "not absolute" in problems[0] and "does not exist" in problems[1]
+
+
+def test_env_allowlist_pattern_runs_on_re2_and_a_backtracking_one_is_refused():
+    """allowlist.pattern comes from the MM2 file like every other user regex: linear time, or refused by name."""
+    look_around = {"config.providers": "env", "config.providers.env.class": ENV,
+                   "config.providers.env.param.allowlist.pattern": "(?!SECRET).*"}
+    _unused, problems = ConfigProviders.from_entries(look_around, {})
+    assert len(problems) == 1
+    assert problems[0].startswith("config.providers.env.param.allowlist.pattern: ")
+    assert "RE2" in problems[0] and "look-around" in problems[0]
+    nested = {"config.providers": "env", "config.providers.env.class": ENV,
+              "config.providers.env.param.allowlist.pattern": "(A+)+B"}
+    providers = _providers(nested, {"A" * 40 + "C": "x", "AAB": SECRET})
+    assert providers.resolve("k", "${env:AAB}") == SECRET
+    with pytest.raises(ConfigProviderError, match="does not match"):
+        providers.resolve("k", "${env:" + "A" * 40 + "C}")  # Python's re backtracks here for hours

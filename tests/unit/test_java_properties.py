@@ -104,3 +104,16 @@ def test_bytes_with_unicode_escape_beyond_latin1():
 
 def test_blank_and_whitespace_only_lines_are_skipped():
     assert parse_properties_text("\n   \n\t\f\na=1\n") == {"a": "1"}
+
+
+def test_a_surrogate_pair_escape_is_one_character_beyond_the_bmp():
+    # Java writes characters outside the BMP as two \uXXXX escapes (a UTF-16 surrogate pair).
+    value = load_properties(b"emoji = smile \\uD83D\\uDE00\n")["emoji"]
+    assert value == "smile \U0001F600"
+    assert value.encode("utf-8") == "smile \U0001F600".encode()
+
+
+def test_a_lone_surrogate_escape_is_refused_naming_the_line():
+    with pytest.raises(PropertiesError) as caught:
+        parse_properties_text("a = 1\nb = half \\uD83D only\n")
+    assert "line 2" in str(caught.value) and "surrogate" in str(caught.value)

@@ -5,11 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
 
-# Keys whose values are secrets: kept out of anything we log or return to XCom.
-SECRET_KEYS = frozenset(
-    {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
-)
+from mirror_engine.secrets import secret_values
+
+
+def mask_client_secrets(config: dict[str, str]) -> dict[str, str]:
+    """Register every secret of a cluster's client settings with Airflow's masker (task logs, the triggerer's and
+    the supervisor's show `***` instead), and return the settings.
+
+    Airflow masks a connection's password field and extra keys with sensitive names only: `sasl.jaas.config`,
+    `ssl.key.pem` or settings given in the plan itself are not among them; `mirror_engine.secrets` knows them all.
+    """
+    for secret in secret_values(config):
+        mask_secret(secret)
+    return config
 
 
 class KafkaClusterHook(BaseHook):
@@ -46,9 +56,5 @@ class KafkaClusterHook(BaseHook):
             config["sasl.username"] = conn.login
         if conn.password:
             config["sasl.password"] = conn.password
-        return config
+        return mask_client_secrets(config)
 
-
-def redacted(config: dict[str, str]) -> dict[str, str]:
-    """A copy safe to log: secret values replaced."""
-    return {key: ("***" if key in SECRET_KEYS else value) for key, value in config.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import cached_property
 
-from kafka_migration.hooks.cluster import KafkaClusterHook
+from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
 from mirror_engine.plan import ClusterSpec, MigrationPlan, load_plan
 
 
@@ -21,7 +21,9 @@ class MigrationPlanHook:
 
     @staticmethod
     def _config(spec: ClusterSpec) -> dict[str, str]:
-        return KafkaClusterHook(spec.conn_id).client_config() if spec.conn_id else spec.client_config()
+        # Settings from the plan (with `${ENV}` secrets resolved) are masked as a connection's are.
+        return KafkaClusterHook(spec.conn_id).client_config() if spec.conn_id else mask_client_secrets(
+            spec.client_config())
 
     def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
         return self._config(self.plan.source), self._config(self.plan.target)

@@ -7,14 +7,10 @@ Airflow connections through `MigrationPlanHook`; nothing secret is logged or ret
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -157,18 +153,10 @@ class PrepareTargetOperator(MigrationOperator):
 
 
 def _engine_files(plan_name: str) -> tuple[Path, Path]:
+    """The engine's state file (its identity, see `mirror_engine.supervision`) and its log, for this host."""
     folder = Path(os.environ.get("AIRFLOW_HOME", ".")) / "mirror-engine"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{plan_name}.pid", folder / f"{plan_name}.log"
-
-
-def _running(pid_file: Path) -> int | None:
-    try:
-        pid = int(pid_file.read_text())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
-        return None
 
 
 class StartReplicationOperator(MigrationOperator):
@@ -182,53 +170,50 @@ class StartReplicationOperator(MigrationOperator):
     stage = "replicate"
 
     def run(self, context: Any) -> dict:
+        from mirror_engine.supervision import SupervisionError, find_engine, start_detached
+
         hook = self.hook()
-        pid_file, log_file = _engine_files(hook.plan.name)
-        pid = _running(pid_file)
-        if pid is not None:
-            self.log.info("engine already running (pid %d)", pid)
-            return {"pid": pid, "log": str(log_file)}
-        with log_file.open("a") as log:
-            # Detached: its own session, stdin from /dev/null and no other descriptor of this task (the task's
-            # sockets to its supervisor would otherwise stay open as long as the engine lives).
-            process = subprocess.Popen(
+        state_file, log_file = _engine_files(hook.plan.name)
+        try:
+            running = find_engine(state_file)
+            if running is not None:
+                self.log.info("engine already running (%s), log in %s", running.describe(), log_file)
+                return {"pid": running.pid, "host": running.host, "log": str(log_file)}
+            engine = start_detached(
                 # A stable worker id: a restarted engine fences what its predecessor left open (exactly-once).
                 [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(Path(self.plan_path).resolve()),
                  "--worker-id", f"airflow-{socket.gethostname()}"],
-                env={**os.environ, **hook.process_env()}, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                close_fds=True, start_new_session=True,
-            )
-        pid_file.write_text(str(process.pid))
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=2)  # only an engine that cannot start at all exits this soon
-        if process.poll() is not None:
-            raise AirflowFailException(f"the engine exited at once (status {process.returncode}): "
-                                       f"{log_file.read_text()[-3000:]}")
-        self.log.info("engine started (pid %d), log in %s", process.pid, log_file)
-        return {"pid": process.pid, "log": str(log_file)}
+                {**os.environ, **hook.process_env()}, log_file, state_file)
+        except SupervisionError as error:
+            raise AirflowFailException(str(error)) from None
+        self.log.info("engine started (%s), log in %s", engine.describe(), log_file)
+        return {"pid": engine.pid, "host": engine.host, "log": str(log_file)}
 
 
 class StopReplicationOperator(MigrationOperator):
-    """Stop the engine started by StartReplicationOperator (SIGTERM: it flushes and stores its progress)."""
+    """Stop the engine started by StartReplicationOperator on this host (SIGTERM: it flushes and stores its
+    progress; SIGKILL after 120 s). Fails with a sentence when that engine cannot be found or stopped from here."""
 
     stage = "finish"
 
     def run(self, context: Any) -> dict:
-        pid_file, log_file = _engine_files(self.hook().plan.name)
-        pid = _running(pid_file)
-        if pid is None:
-            return {"stopped": False}
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 120
-        while _running(pid_file) is not None and time.monotonic() < deadline:
-            time.sleep(0.5)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)  # reap it when it is our child
-        if _running(pid_file) is not None:
-            raise AirflowFailException(f"the engine (pid {pid}) did not stop within 120 s; see {log_file}")
-        pid_file.unlink(missing_ok=True)
-        self.log.info("engine stopped; its log: %s", log_file)
-        return {"stopped": True}
+        from mirror_engine.supervision import SupervisionError, stop_engine
+
+        state_file, log_file = _engine_files(self.hook().plan.name)
+        stages = context["params"].get("stages")
+        if stages is not None and "replicate" not in stages and not state_file.exists():
+            raise AirflowSkipException("this run leaves out the replicate stage and no engine was started on this "
+                                       "host: engines run as their own service are stopped where they run")
+        try:
+            engine, killed = stop_engine(state_file, timeout_s=120)
+        except SupervisionError as error:
+            raise AirflowFailException(str(error)) from None
+        if killed:
+            self.log.warning("the engine (%s) did not stop within 120 s of SIGTERM and was killed; a restart "
+                             "re-sends nothing. Its log: %s", engine.describe(), log_file)
+        else:
+            self.log.info("engine stopped (%s); its log: %s", engine.describe(), log_file)
+        return {"stopped": True, "killed": killed}
 
 
 class FenceGroupOperator(MigrationOperator):

@@ -1,0 +1,84 @@
+"""A detached engine is found and stopped by its identity (pid, create time, command line, host), never by pid alone."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from mirror_engine.supervision import SupervisionError, find_engine, start_detached, stop_engine
+
+
+@pytest.fixture
+def stranger() -> Iterator[subprocess.Popen]:
+    """An unrelated process: what a reused pid belongs to after a worker restart."""
+    process = subprocess.Popen(["sleep", "300"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def _record(state_file, pid: int, **changes) -> None:
+    identity = {"pid": pid, "create_time": 1.0, "cmdline": [sys.executable, "-m", "mirror_engine.cli", "worker"],
+                "host": socket.gethostname(), "log": "engine.log", **changes}
+    state_file.write_text(json.dumps(identity))
+
+
+def test_a_reused_pid_is_neither_reported_as_the_engine_nor_signalled(tmp_path, stranger):
+    state = tmp_path / "plan.pid"
+    _record(state, stranger.pid)
+    assert find_engine(state) is None
+    with pytest.raises(SupervisionError, match=f"no longer runs.*pid {stranger.pid} was not signalled"):
+        stop_engine(state, timeout_s=1)
+    assert stranger.poll() is None, "the unrelated process was signalled"
+    # Same pid and command line, but started at another time: still not the engine.
+    process = psutil.Process(stranger.pid)
+    _record(state, stranger.pid, cmdline=process.cmdline())
+    assert find_engine(state) is None
+
+
+def test_the_engine_is_found_and_stopped_by_its_identity(tmp_path):
+    state, log = tmp_path / "plan.pid", tmp_path / "plan.log"
+    identity = start_detached(["sleep", "300"], {"PATH": "/usr/bin:/bin"}, log, state, settle_s=0.2)
+    assert find_engine(state) == identity
+    stopped, killed = stop_engine(state, timeout_s=10)
+    assert stopped == identity and not killed
+    assert not psutil.pid_exists(identity.pid) or psutil.Process(identity.pid).status() == psutil.STATUS_ZOMBIE
+    assert not state.exists()
+
+
+def test_an_engine_deaf_to_sigterm_is_killed(tmp_path):
+    state, log = tmp_path / "plan.pid", tmp_path / "plan.log"
+    ignoring = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                      "print('ready', flush=True); time.sleep(300)"]
+    identity = start_detached(ignoring, {}, log, state, settle_s=0.5)
+    _stopped, killed = stop_engine(state, timeout_s=0.5)
+    assert killed
+    assert not psutil.pid_exists(identity.pid) or psutil.Process(identity.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_an_engine_of_another_host_or_none_at_all_fails_with_a_sentence(tmp_path, stranger):
+    state = tmp_path / "plan.pid"
+    with pytest.raises(SupervisionError, match="no engine was started on this host"):
+        stop_engine(state)
+    _record(state, stranger.pid, host="worker-7")
+    with pytest.raises(SupervisionError, match="runs on worker-7, not on this host"):
+        find_engine(state)
+    with pytest.raises(SupervisionError, match="runs on worker-7"):
+        stop_engine(state)
+    state.write_text(str(stranger.pid))  # a bare pid, as older versions wrote
+    with pytest.raises(SupervisionError, match="does not record an engine's identity"):
+        stop_engine(state)
+    assert stranger.poll() is None
+
+
+def test_an_engine_that_exits_at_once_says_why(tmp_path):
+    state, log = tmp_path / "plan.pid", tmp_path / "plan.log"
+    with pytest.raises(SupervisionError, match=r"exited at once.*bad plan"):
+        start_detached([sys.executable, "-c", "import sys; print('bad plan'); sys.exit(2)"], {}, log, state)
+    assert not state.exists()
