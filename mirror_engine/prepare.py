@@ -39,6 +39,7 @@ from mirror_engine.source_access import (
     topic_denial,
     unreadable_topics,
 )
+from mirror_engine.target_configs import TargetConfigs, adapt_source_configs
 from mirror_engine.topics import (
     ClusterState,
     ConfigFilter,
@@ -89,10 +90,12 @@ class PreparePlan:
     source_topics: list[str]  # source topics the plan replicates, in order
     warnings: list[str] = field(default_factory=list)  # syncs skipped for want of a right on the source
     source_access: SourceAccess | None = None  # which syncs the source principal's permissions allow
+    config_notes: list[str] = field(default_factory=list)  # source configs translated or dropped, once per name
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "actions": [a.to_dict() for a in self.actions],
+            "config_notes": self.config_notes,
             "problems": self.problems,
             "source_topics": self.source_topics,
             "warnings": self.warnings,
@@ -269,13 +272,15 @@ def plan_preparation(
     target_config: dict[str, str],
     managed_topics: frozenset[str] = frozenset(),
     best_effort: bool = False,
+    target_configs: TargetConfigs | None = None,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
     What the source principal may not read is left out and said in `source_access` (see `source_access`): a
     sync it does not allow is a warning, or a problem under sync.require_source_permissions; a topic it may not
     READ is a problem. `best_effort` (the engine's refresh) checks only what the engine syncs itself (configs
-    and ACLs), not the topics' READ nor the groups.
+    and ACLs), not the topics' READ nor the groups. Source configs the target refuses are translated or dropped
+    (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
     """
     describe_plan_clusters(plan, source_config, target_config)
     source_admin = admin_client(source_config)
@@ -290,8 +295,13 @@ def plan_preparation(
             denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
     policy = plan.policy()
     remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
-    target = read_target_state(admin_client(target_config), plan, remote_names, read_target_acls=bool(source.acls))
+    target_admin = admin_client(target_config)
+    notes: list[str] = []
+    if plan.sync.configs:
+        source, notes = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
+    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
+    prepared.config_notes = notes
     access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
     prepared.source_access = access
     prepared.problems += access.problems()

@@ -72,6 +72,8 @@ def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
         operator.log.info("%s", prepared.source_access.statement())
     for warning in prepared.warnings:
         operator.log.warning("%s", warning)
+    for note in prepared.config_notes:
+        operator.log.warning("config: %s", note)
 
 
 class PreflightOperator(MigrationOperator):
