@@ -1,0 +1,231 @@
+"""A ZooKeeper-era source (Kafka 2.8 with an authorizer) migrated to Kafka 4: every topic it carries reaches the
+target, old formats and configs included; a topic the target refuses does not stop the others."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from mirror_engine.acls import Acl, create_acls, delete_acls, read_acls
+from mirror_engine.engine import Replicator
+from mirror_engine.groups import committed_offsets
+from mirror_engine.plan import plan_from_dict
+from spark_jobs import validate
+from tests.integration.kafka_data import produce, read_partition
+from tests.integration.plans import cluster_section, create_topics
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PARTITIONS = 3
+RECORDS = 300
+NOW = int(time.time() * 1000) - 60_000
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mirror_engine.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def _records(name: str, headers: bool) -> list[tuple]:
+    return [(i % PARTITIONS, f"k{i % 50}".encode(), f"{name}-{i}".encode(),
+             [("n", str(i).encode())] if headers and i % 2 else None, NOW + i) for i in range(RECORDS)]
+
+
+def _produce_as_old_client(cluster, topic: str, records: list[tuple]) -> None:
+    """Records sent in message format v1 by a client speaking Kafka 0.10's protocol (no headers)."""
+    produce(cluster, topic, records, **{"api.version.request": False, "broker.version.fallback": "0.10.0.0"})
+
+
+def _timestamp_types(cluster, topic: str, partition: int) -> set[int]:
+    consumer = Consumer({**cluster.client_config(), "group.id": "legacy-ts", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    kinds: set[int] = set()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is None:
+                continue
+            if message.error():
+                break
+            kinds.add(message.timestamp()[0])
+    finally:
+        consumer.close()
+    return kinds
+
+
+@pytest.fixture
+def legacy_topics(legacy_source, unique_name) -> dict[str, str]:
+    """On the 2.8 source: five topics of the kinds an old cluster carries, each with records, a group committed
+    half-way through the plain one, and ACLs for a principal on the topics and the group."""
+    p = unique_name.replace("_", "-")[:40]
+    names = {kind: f"{p}.{kind}" for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain")}
+    create_topics(legacy_source, [
+        NewTopic(names["oldformat"], PARTITIONS, 1, config={"message.format.version": "0.10.0"}),
+        NewTopic(names["tsdiff"], PARTITIONS, 1, config={"message.timestamp.difference.max.ms": "86400000"}),
+        NewTopic(names["appendtime"], PARTITIONS, 1, config={"message.timestamp.type": "LogAppendTime"}),
+        NewTopic(names["v1"], PARTITIONS, 1),
+        NewTopic(names["plain"], PARTITIONS, 1, config={"retention.ms": "604800000"}),
+    ])
+    produce(legacy_source, names["oldformat"], _records("oldformat", headers=False))  # stored as v1 by the broker
+    produce(legacy_source, names["tsdiff"], _records("tsdiff", headers=True))
+    produce(legacy_source, names["appendtime"], _records("appendtime", headers=True))
+    _produce_as_old_client(legacy_source, names["v1"], _records("v1", headers=False))
+    produce(legacy_source, names["plain"], _records("plain", headers=True))
+    group = f"{p}.billing"
+    consumer = Consumer({**legacy_source.client_config(), "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(names["plain"], q, RECORDS // PARTITIONS // 2) for q in range(PARTITIONS)],
+                    asynchronous=False)
+    consumer.close()
+    acls = [Acl("TOPIC", f"{p}.", "PREFIXED", "User:alice", "*", operation, "ALLOW") for operation in ("READ", "WRITE")]
+    acls.append(Acl("GROUP", group, "LITERAL", "User:alice", "*", "READ", "ALLOW"))
+    create_acls(AdminClient(legacy_source.client_config()), acls)
+    return {**names, "group": group, "prefix": p}
+
+
+def _plan_file(tmp_path: Path, source, target, prefix: str, **engine: Any) -> Path:
+    data = {
+        "name": f"legacy-{prefix.replace('.', '-')[-40:]}",
+        "source": cluster_section("src", source),
+        "target": cluster_section("tgt", target, "mirror"),
+        "topics": {"include": [f"{prefix}\\..*"]},
+        "groups": {"include": [f"{prefix}\\..*"]},
+        # The source's timestamp rules carried over (MirrorMaker 2's default list leaves them out).
+        "sync": {"config_include": ["message\\.timestamp\\..*"]},
+        "engine": {"refresh_interval_s": 2, "status_interval_s": 0.5, **engine},
+        "validation": {"report_dir": str(tmp_path / "reports")},
+    }
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def mirror_on_target(secured_pair, legacy_topics):
+    """On the Kafka 4 target, `mirror` may do everything except create the topic `<p>.blocked` (a target policy
+    that refuses one topic); the ACLs go when the test ends."""
+    _source, target = secured_pair
+    admin = AdminClient(target.client_config())
+    # CREATE on the cluster would allow every topic: only topic-level CREATE, which the DENY narrows.
+    allowed = [Acl("BROKER", "kafka-cluster", "LITERAL", "User:mirror", "*", operation, "ALLOW")
+               for operation in ("ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE")]
+    allowed += [Acl(kind, "*", "LITERAL", "User:mirror", "*", "ALL", "ALLOW")
+                for kind in ("TOPIC", "GROUP", "TRANSACTIONAL_ID")]
+    deny = Acl("TOPIC", f"{legacy_topics['prefix']}.blocked", "LITERAL", "User:mirror", "*", "CREATE", "DENY")
+    create_acls(admin, [*allowed, deny])
+    deadline = time.monotonic() + 15
+    while not {*allowed, deny} <= (read_acls(admin) or frozenset()):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    yield deny
+    delete_acls(admin, [*allowed, deny])
+
+
+def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, secured_pair, legacy_topics,
+                                                               mirror_on_target, spark, tmp_path):
+    _source, target = secured_pair
+    t = legacy_topics
+    create_topics(legacy_source, [NewTopic(f"{t['prefix']}.blocked", 1, 1)])
+    produce(legacy_source, f"{t['prefix']}.blocked", [(0, b"k", b"late", None, NOW)])
+    plan_file = _plan_file(tmp_path, legacy_source, target, t["prefix"])
+
+    # plan: each config the target does not know is said once, with its topics and what happens to it.
+    planned = _cli("plan", "--plan", str(plan_file))
+    assert planned.returncode == 0, planned.stderr
+    assert (f"config: topic config message.format.version on 1 topic(s) ({t['oldformat']}): dropped: Kafka 4 writes "
+            "only record format v2") in planned.stdout
+    assert (f"config: topic config message.timestamp.difference.max.ms on 1 topic(s) ({t['tsdiff']}): translated to "
+            "message.timestamp.before.max.ms and message.timestamp.after.max.ms") in planned.stdout
+
+    # prepare: every topic the target accepts is created; the refused one is reported, and the exit is 1.
+    prepared = _cli("prepare", "--plan", str(plan_file))
+    assert prepared.returncode == 1, prepared.stdout + prepared.stderr
+    assert f"FAILED create_topic {t['prefix']}.blocked" in prepared.stdout
+    assert "applied 0," not in prepared.stdout
+    admin = AdminClient(target.client_config())
+    on_target = admin.list_topics(timeout=10).topics
+    assert all(t[kind] in on_target for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain"))
+    configs = {name: {e.name: e.value for e in future.result().values()} for name, future in admin.describe_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, t[kind]) for kind in ("tsdiff", "appendtime")]).items()}
+    tsdiff = next(v for k, v in configs.items() if k.name == t["tsdiff"])
+    assert tsdiff["message.timestamp.before.max.ms"] == tsdiff["message.timestamp.after.max.ms"] == "86400000"
+    assert next(v for k, v in configs.items() if k.name == t["appendtime"])["message.timestamp.type"] == \
+        "LogAppendTime"
+    assert Acl("GROUP", t["group"], "LITERAL", "User:alice", "*", "READ", "ALLOW") in read_acls(admin)
+
+    # run: every ready topic is copied; the blocked one is named in the status, and copied once the target allows it.
+    plan = plan_from_dict(yaml.safe_load(plan_file.read_text()))
+    engine = Replicator(plan, legacy_source.client_config(), plan.client_configs()[1])
+    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 240})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (engine.reporter.snapshot or {}).get("blocked_topics"):
+            assert time.monotonic() < deadline, "the status never named the blocked topic"
+            time.sleep(0.5)
+        reason = engine.reporter.snapshot["blocked_topics"][f"{t['prefix']}.blocked"]
+        assert "TOPIC_AUTHORIZATION_FAILED" in reason or "authoriz" in reason.lower(), reason
+        _wait_copied(legacy_source, target, [t[k] for k in ("oldformat", "tsdiff", "appendtime", "v1", "plain")])
+        delete_acls(admin, [mirror_on_target])  # the cause passes: the next refresh creates and copies it
+        _wait_copied(legacy_source, target, [f"{t['prefix']}.blocked"], partitions=1)
+        assert not engine.reporter.build().get("blocked_topics")
+    finally:
+        engine.stop()
+        runner.join(60)
+
+    # Each topic copied exactly; the LogAppendTime one with the target broker's timestamps (its one difference).
+    for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain"):
+        for partition in range(PARTITIONS):
+            source_records = read_partition(legacy_source, t[kind], partition)
+            target_records = read_partition(target, t[kind], partition)
+            assert len(source_records) == RECORDS // PARTITIONS
+            if kind == "appendtime":
+                assert [r.content()[:3] for r in target_records] == [r.content()[:3] for r in source_records]
+                assert _timestamp_types(target, t[kind], partition) == {TIMESTAMP_LOG_APPEND_TIME}
+            else:
+                assert [r.content() for r in target_records] == [r.content() for r in source_records], (kind,
+                                                                                                       partition)
+
+    # A checkpoint round, then the group switched: its offsets on the target are the source's, proven.
+    checkpoint = _cli("checkpoint", "--plan", str(plan_file), "--once")
+    assert checkpoint.returncode == 0, checkpoint.stdout + checkpoint.stderr
+    report = tmp_path / "switch.json"
+    switched = _cli("switch-group", "--plan", str(plan_file), "--group", t["group"], "--timeout", "60",
+                    "--report", str(report))
+    assert switched.returncode == 0, switched.stdout + switched.stderr
+    wanted = {(t["plain"], q): RECORDS // PARTITIONS // 2 for q in range(PARTITIONS)}
+    assert committed_offsets(AdminClient(target.client_config()), t["group"]) == wanted
+
+    # The Spark validation: clean, with the LogAppendTime topic compared without timestamps, and said so.
+    status = validate.main(["--plan", str(plan_file), "--report-dir", str(tmp_path / "reports")])
+    result = json.loads(next((tmp_path / "reports").glob("validation-*.json")).read_text())
+    assert status == 0, result
+    assert result["totals"]["source_records"] == 5 * RECORDS + 1
+    assert [note for note in result["notes"] if t["appendtime"] in note and "LogAppendTime" in note]
+    assert not [note for note in result["notes"] if t["plain"] in note]
+
+
+def _wait_copied(source, target, topics: list[str], partitions: int = PARTITIONS, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    for topic in topics:
+        for partition in range(partitions):
+            want = len(read_partition(source, topic, partition))
+            while True:
+                try:
+                    have = len(read_partition(target, topic, partition))
+                except Exception:  # not created yet
+                    have = -1
+                if have == want:
+                    break
+                assert time.monotonic() < deadline, f"{topic}[{partition}]: {have} of {want} copied"
+                time.sleep(0.5)
