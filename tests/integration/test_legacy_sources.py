@@ -64,40 +64,49 @@ def _timestamp_types(cluster, topic: str, partition: int) -> set[int]:
     return kinds
 
 
-@pytest.fixture
-def legacy_topics(legacy_source, unique_name) -> dict[str, str]:
-    """On the 2.8 source: five topics of the kinds an old cluster carries, each with records, a group committed
-    half-way through the plain one, and ACLs for a principal on the topics and the group."""
-    p = unique_name.replace("_", "-")[:40]
+def load_legacy_topics(cluster, p: str, prefixed_acls: bool = True) -> dict[str, str]:
+    """Five topics of the kinds an old cluster carries, each with records, a group committed half-way through the
+    plain one, and ACLs for a principal on the topics and the group (literal ones before Kafka 2.0, which has no
+    prefixed ACLs)."""
     names = {kind: f"{p}.{kind}" for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain")}
-    create_topics(legacy_source, [
+    create_topics(cluster, [
         NewTopic(names["oldformat"], PARTITIONS, 1, config={"message.format.version": "0.10.0"}),
         NewTopic(names["tsdiff"], PARTITIONS, 1, config={"message.timestamp.difference.max.ms": "86400000"}),
         NewTopic(names["appendtime"], PARTITIONS, 1, config={"message.timestamp.type": "LogAppendTime"}),
         NewTopic(names["v1"], PARTITIONS, 1),
         NewTopic(names["plain"], PARTITIONS, 1, config={"retention.ms": "604800000"}),
     ])
-    produce(legacy_source, names["oldformat"], _records("oldformat", headers=False))  # stored as v1 by the broker
-    produce(legacy_source, names["tsdiff"], _records("tsdiff", headers=True))
-    produce(legacy_source, names["appendtime"], _records("appendtime", headers=True))
-    _produce_as_old_client(legacy_source, names["v1"], _records("v1", headers=False))
-    produce(legacy_source, names["plain"], _records("plain", headers=True))
+    produce(cluster, names["oldformat"], _records("oldformat", headers=False))  # stored as v1 by the broker
+    produce(cluster, names["tsdiff"], _records("tsdiff", headers=True))
+    produce(cluster, names["appendtime"], _records("appendtime", headers=True))
+    _produce_as_old_client(cluster, names["v1"], _records("v1", headers=False))
+    produce(cluster, names["plain"], _records("plain", headers=True))
     group = f"{p}.billing"
-    consumer = Consumer({**legacy_source.client_config(), "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer({**cluster.client_config(), "group.id": group, "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(names["plain"], q, RECORDS // PARTITIONS // 2) for q in range(PARTITIONS)],
                     asynchronous=False)
     consumer.close()
-    acls = [Acl("TOPIC", f"{p}.", "PREFIXED", "User:alice", "*", operation, "ALLOW") for operation in ("READ", "WRITE")]
+    if prefixed_acls:
+        acls = [Acl("TOPIC", f"{p}.", "PREFIXED", "User:alice", "*", op, "ALLOW") for op in ("READ", "WRITE")]
+    else:
+        acls = [Acl("TOPIC", name, "LITERAL", "User:alice", "*", op, "ALLOW")
+                for name in names.values() for op in ("READ", "WRITE")]
     acls.append(Acl("GROUP", group, "LITERAL", "User:alice", "*", "READ", "ALLOW"))
-    create_acls(AdminClient(legacy_source.client_config()), acls)
+    create_acls(AdminClient(cluster.client_config()), acls)
     return {**names, "group": group, "prefix": p}
 
 
-def _plan_file(tmp_path: Path, source, target, prefix: str, **engine: Any) -> Path:
+@pytest.fixture
+def legacy_topics(legacy_source, unique_name) -> dict[str, str]:
+    """The five topics, group and ACLs on the 2.8 source."""
+    return load_legacy_topics(legacy_source, unique_name.replace("_", "-")[:40])
+
+
+def _plan_file(tmp_path: Path, source, target, prefix: str, target_user: str = "mirror", **engine: Any) -> Path:
     data = {
         "name": f"legacy-{prefix.replace('.', '-')[-40:]}",
         "source": cluster_section("src", source),
-        "target": cluster_section("tgt", target, "mirror"),
+        "target": cluster_section("tgt", target, target_user),
         "topics": {"include": [f"{prefix}\\..*"]},
         "groups": {"include": [f"{prefix}\\..*"]},
         # The source's timestamp rules carried over (MirrorMaker 2's default list leaves them out).
@@ -229,3 +238,41 @@ def _wait_copied(source, target, topics: list[str], partitions: int = PARTITIONS
                     break
                 assert time.monotonic() < deadline, f"{topic}[{partition}]: {have} of {want} copied"
                 time.sleep(0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2.0.1", "1.1.1"])
+def test_the_oldest_sources_sync_configs_acls_and_group_offsets(version, secured_pair, tmp_path):
+    """Brokers speaking only old API versions (Kafka 1.1: DescribeAcls v0, no prefixed ACLs; 2.0 with ZooKeeper
+    3.5.9's jars on Java 17): configs, ACLs and the group's offsets reach the target, every topic copied exactly."""
+    import uuid
+
+    from kafka_local.legacy import start_legacy_cluster
+
+    _source, target = secured_pair
+    source = start_legacy_cluster(f"kafka-{version}", tmp_path / "source", version, secured=True)
+    try:
+        t = load_legacy_topics(source, f"old-{version.replace('.', '-')}-{uuid.uuid4().hex[:6]}",
+                               prefixed_acls=version >= "2.0")
+        plan_file = _plan_file(tmp_path, source, target, t["prefix"], target_user="admin")
+        prepared = _cli("prepare", "--plan", str(plan_file))
+        assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+        assert "config: topic config message.format.version on 1 topic(s)" in prepared.stdout
+        admin = AdminClient(target.client_config())
+        synced = {e.name: e.value for e in next(iter(admin.describe_configs(
+            [ConfigResource(ConfigResource.Type.TOPIC, t["plain"])]).values())).result().values()}
+        assert synced["retention.ms"] == "604800000"
+        assert Acl("GROUP", t["group"], "LITERAL", "User:alice", "*", "READ", "ALLOW") in read_acls(admin)
+        plan = plan_from_dict(yaml.safe_load(plan_file.read_text()))
+        assert Replicator(plan, source.client_config(), target.client_config()).run(
+            max_seconds=120, until_caught_up=True).ok
+        for kind in ("oldformat", "tsdiff", "v1", "plain"):
+            for partition in range(PARTITIONS):
+                assert [r.content() for r in read_partition(target, t[kind], partition)] == \
+                    [r.content() for r in read_partition(source, t[kind], partition)], (kind, partition)
+        switched = _cli("switch-group", "--plan", str(plan_file), "--group", t["group"], "--timeout", "60")
+        assert switched.returncode == 0, switched.stdout + switched.stderr
+        assert committed_offsets(admin, t["group"]) == {(t["plain"], q): RECORDS // PARTITIONS // 2
+                                                        for q in range(PARTITIONS)}
+    finally:
+        source.stop()
