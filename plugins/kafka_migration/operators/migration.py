@@ -103,7 +103,8 @@ class PreflightOperator(MigrationOperator):
         result = apply_actions(target, prepared.actions, validate_only=True)
         self.log.info("dry-run, validated by the target: %s", render_result(result))
         if result.failed:
-            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run")
+            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in result.failed)
+            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run: {refused}")
         return {"topics": len(prepared.source_topics), "changes": len(prepared.actions)}
 
 
