@@ -21,7 +21,7 @@ from mirror_engine.engine import Replicator
 from mirror_engine.groups import committed_offsets
 from mirror_engine.plan import plan_from_dict
 from spark_jobs import validate
-from tests.integration.kafka_data import produce, read_partition
+from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import cluster_section, create_topics
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -46,22 +46,25 @@ def _produce_as_old_client(cluster, topic: str, records: list[tuple]) -> None:
     produce(cluster, topic, records, **{"api.version.request": False, "broker.version.fallback": "0.10.0.0"})
 
 
-def _timestamp_types(cluster, topic: str, partition: int) -> set[int]:
-    consumer = Consumer({**cluster.client_config(), "group.id": "legacy-ts", "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    kinds: set[int] = set()
+def read_topic(cluster, topic: str, partitions: int = PARTITIONS) -> dict[int, list[tuple]]:
+    """Every record of every partition, in order, with one consumer: (key, value, headers, timestamp type,
+    timestamp) per record."""
+    ends = end_offsets(cluster, topic, partitions)
+    consumer = Consumer({**cluster.client_config(), "group.id": "legacy-reader", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    records: dict[int, list[tuple]] = {p: [] for p in range(partitions)}
+    deadline = time.monotonic() + 60
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            message = consumer.poll(1)
-            if message is None:
-                continue
-            if message.error():
-                break
-            kinds.add(message.timestamp()[0])
+        while any(records[p] == [] or records[p][-1][0] < ends[p] - 1 for p in range(partitions) if ends[p]):
+            assert time.monotonic() < deadline, f"{topic} not read to its end"
+            for message in consumer.consume(1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                kind, timestamp = message.timestamp()
+                records[message.partition()].append((message.offset(), message.key(), message.value(),
+                                                     tuple(message.headers() or ()), kind, timestamp))
     finally:
         consumer.close()
-    return kinds
+    return {p: [r[1:] for r in rows] for p, rows in records.items()}
 
 
 def load_legacy_topics(cluster, p: str, prefixed_acls: bool = True) -> dict[str, str]:
@@ -141,7 +144,7 @@ def mirror_on_target(secured_pair, legacy_topics):
 
 
 def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, secured_pair, legacy_topics,
-                                                               mirror_on_target, spark, tmp_path):
+                                                               mirror_on_target, spark, tmp_path, caplog):
     _source, target = secured_pair
     t = legacy_topics
     create_topics(legacy_source, [NewTopic(f"{t['prefix']}.blocked", 1, 1)])
@@ -175,35 +178,44 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
     # run: every ready topic is copied; the blocked one is named in the status, and copied once the target allows it.
     plan = plan_from_dict(yaml.safe_load(plan_file.read_text()))
     engine = Replicator(plan, legacy_source.client_config(), plan.client_configs()[1])
-    runner = threading.Thread(target=engine.run, kwargs={"max_seconds": 240})
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            engine.run(max_seconds=240)
+        except BaseException as error:
+            failed.append(error)
+
+    runner = threading.Thread(target=run)
     runner.start()
     try:
         deadline = time.monotonic() + 120
         while not (engine.reporter.snapshot or {}).get("blocked_topics"):
+            assert not failed, failed
             assert time.monotonic() < deadline, "the status never named the blocked topic"
             time.sleep(0.5)
+        assert [r for r in caplog.records if f"topic {t['prefix']}.blocked is not copied" in r.getMessage()]
         reason = engine.reporter.snapshot["blocked_topics"][f"{t['prefix']}.blocked"]
         assert "TOPIC_AUTHORIZATION_FAILED" in reason or "authoriz" in reason.lower(), reason
         _wait_copied(legacy_source, target, [t[k] for k in ("oldformat", "tsdiff", "appendtime", "v1", "plain")])
         delete_acls(admin, [mirror_on_target])  # the cause passes: the next refresh creates and copies it
         _wait_copied(legacy_source, target, [f"{t['prefix']}.blocked"], partitions=1)
-        assert not engine.reporter.build().get("blocked_topics")
+        assert engine.faults.blocked_topics == {}
     finally:
         engine.stop()
         runner.join(60)
 
     # Each topic copied exactly; the LogAppendTime one with the target broker's timestamps (its one difference).
     for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain"):
-        for partition in range(PARTITIONS):
-            source_records = read_partition(legacy_source, t[kind], partition)
-            target_records = read_partition(target, t[kind], partition)
-            assert len(source_records) == RECORDS // PARTITIONS
-            if kind == "appendtime":
-                assert [r.content()[:3] for r in target_records] == [r.content()[:3] for r in source_records]
-                assert _timestamp_types(target, t[kind], partition) == {TIMESTAMP_LOG_APPEND_TIME}
-            else:
-                assert [r.content() for r in target_records] == [r.content() for r in source_records], (kind,
-                                                                                                       partition)
+        source_records, target_records = read_topic(legacy_source, t[kind]), read_topic(target, t[kind])
+        assert sum(len(rows) for rows in source_records.values()) == RECORDS
+        if kind == "appendtime":  # key, value, headers kept; the timestamps are the target broker's
+            assert {p: [r[:3] for r in rows] for p, rows in target_records.items()} == \
+                {p: [r[:3] for r in rows] for p, rows in source_records.items()}
+            assert {r[3] for rows in target_records.values() for r in rows} == {TIMESTAMP_LOG_APPEND_TIME}
+        else:  # everything kept (the timestamp type is the target topic's: CreateTime)
+            assert {p: [(*r[:3], r[4]) for r in rows] for p, rows in target_records.items()} == \
+                {p: [(*r[:3], r[4]) for r in rows] for p, rows in source_records.items()}, kind
 
     # A checkpoint round, then the group switched: its offsets on the target are the source's, proven.
     checkpoint = _cli("checkpoint", "--plan", str(plan_file), "--once")
@@ -225,19 +237,13 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
 
 
 def _wait_copied(source, target, topics: list[str], partitions: int = PARTITIONS, timeout_s: float = 120) -> None:
+    """Until each target partition ends where its source does (no transactions here: offsets match one to one)."""
     deadline = time.monotonic() + timeout_s
     for topic in topics:
-        for partition in range(partitions):
-            want = len(read_partition(source, topic, partition))
-            while True:
-                try:
-                    have = len(read_partition(target, topic, partition))
-                except Exception:  # not created yet
-                    have = -1
-                if have == want:
-                    break
-                assert time.monotonic() < deadline, f"{topic}[{partition}]: {have} of {want} copied"
-                time.sleep(0.5)
+        want = end_offsets(source, topic, partitions)
+        while (have := end_offsets(target, topic, partitions)) != want:
+            assert time.monotonic() < deadline, f"{topic}: {have} of {want} copied"
+            time.sleep(0.5)
 
 
 @pytest.mark.slow
