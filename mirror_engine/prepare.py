@@ -39,7 +39,7 @@ from mirror_engine.source_access import (
     topic_denial,
     unreadable_topics,
 )
-from mirror_engine.target_configs import TargetConfigs, adapt_source_configs
+from mirror_engine.target_configs import TargetConfigs, adapt_source_configs, unsynced_log_append_time
 from mirror_engine.topics import (
     ClusterState,
     ConfigFilter,
@@ -122,9 +122,11 @@ class ApplyResult:
         }
 
 
-def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial]) -> ClusterState:
+def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
+                      notes: list[str] | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
-    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole)."""
+    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
+    LogAppendTime topics' timestamps is said in `notes`."""
     broker_count, metadata = list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
@@ -133,6 +135,8 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
     if plan.sync.configs:
         entries = describe_topic_configs(admin, names, denied=unread)
         denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+        if notes is not None:
+            notes += unsynced_log_append_time(entries, config_filter.excluded)
     topics = {
         name: TopicState(name, metadata[name][0], metadata[name][1],
                          syncable_configs(entries.get(name, []), config_filter), metadata[name][2],
@@ -285,7 +289,8 @@ def plan_preparation(
     describe_plan_clusters(plan, source_config, target_config)
     source_admin = admin_client(source_config)
     denials: list[Denial] = []
-    source = read_source_state(source_admin, plan, denials)
+    notes: list[str] = []
+    source = read_source_state(source_admin, plan, denials, notes)
     asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
     if not best_effort:
         asked.append(GROUP_OFFSET_SYNC)
@@ -296,9 +301,9 @@ def plan_preparation(
     policy = plan.policy()
     remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
     target_admin = admin_client(target_config)
-    notes: list[str] = []
     if plan.sync.configs:
-        source, notes = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
+        source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
+        notes += adapted
     target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
     prepared.config_notes = notes

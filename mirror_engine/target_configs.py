@@ -14,6 +14,7 @@ default. Each outcome is said once per config name, with the topics it concerns.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from confluent_kafka import KafkaError, KafkaException
@@ -128,3 +129,16 @@ def adapt_source_configs(
     if known.unanswered:
         said.append(known.unanswered)
     return replace(source, topics=topics), said
+
+
+def unsynced_log_append_time(entries: dict[str, list], excluded: Callable[[str], bool]) -> list[str]:
+    """What the target's timestamps are for LogAppendTime source topics when the plan leaves the type unsynced."""
+    topics = {name for name, items in entries.items()
+              if any(e.name == "message.timestamp.type" and e.value == "LogAppendTime" for e in items)}
+    if not topics or not excluded("message.timestamp.type"):
+        return []
+    return [ConfigNote("message.timestamp.type=LogAppendTime", (
+        "not synced (MirrorMaker 2's default exclude list): the target topic takes the target's default (CreateTime) "
+        "and its records keep the source broker's append times as their timestamps; to keep LogAppendTime, add "
+        "message\\.timestamp\\..* to sync.config_include (the target broker then stamps its own times)"),
+        topics).describe()]

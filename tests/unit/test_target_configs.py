@@ -56,3 +56,20 @@ def test_a_topic_the_target_refused_is_a_flow_problem_naming_it():
               "blocked_topic_count": 1}
     assert flow_problems([status]) == ["worker w1: topic payments is not copied: the target refused to create topic "
                                        "payments: denied"]
+
+
+def test_log_append_time_topics_left_unsynced_are_said_with_what_their_timestamps_become():
+    from types import SimpleNamespace
+
+    from mirror_engine.plan import MM2_CONFIG_EXCLUDES
+    from mirror_engine.target_configs import unsynced_log_append_time
+    from mirror_engine.topics import ConfigFilter
+
+    def entry(value: str) -> SimpleNamespace:
+        return SimpleNamespace(name="message.timestamp.type", value=value)
+
+    entries = {"clicks": [entry("LogAppendTime")], "orders": [entry("CreateTime")]}
+    said = unsynced_log_append_time(entries, ConfigFilter(list(MM2_CONFIG_EXCLUDES)).excluded)
+    assert len(said) == 1 and "on 1 topic(s) (clicks)" in said[0]
+    assert "keep the source broker's append times" in said[0] and "sync.config_include" in said[0]
+    assert unsynced_log_append_time(entries, ConfigFilter([]).excluded) == []  # synced: the target stamps its own
