@@ -78,6 +78,9 @@ def legacy_jar_set(version: str) -> JarSet:
         Artifact("ch.qos.reload4j", "reload4j", RELOAD4J_VERSION),
         Artifact("org.slf4j", "slf4j-reload4j", SLF4J_RELOAD4J_VERSION),
     ]
+    if _version_tuple(version) < (1, 0):
+        # Before 1.0 the broker uses javax.xml.bind for its cluster id, which Java 11 no longer ships.
+        artifacts.append(Artifact("javax.xml.bind", "jaxb-api", "2.3.1"))
     if ships_zookeeper_34(version):
         # A direct dependency is nearest: Maven takes it over the broker's 3.4.x.
         artifacts.append(Artifact("org.apache.zookeeper", "zookeeper", ZOOKEEPER_FOR_JAVA17))
@@ -142,8 +145,10 @@ def broker_properties(cluster: LegacyCluster, data_dir: Path) -> str:
 
 
 def _java(lib: Path, home: Path, main_class: str, *args: str) -> list[str]:
+    jaas = home / "kafka_server_jaas.conf"  # brokers before 1.0 read SASL users from a JAAS file only
     return [
         "java", "-Xms128m", "-Xmx512m", "-XX:+UseG1GC",
+        *([f"-Djava.security.auth.login.config={jaas}"] if jaas.exists() else []),
         f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
         "-Dzookeeper.jmx.log4j.disable=true",  # ZooKeeper 3.4 with reload4j fails to register its JMX bean
         f"-Dkafka.logs.dir={home / 'logs'}",
@@ -181,6 +186,8 @@ def _start_once(name: str, home: Path, version: str, secured: bool, lib: Path) -
     )
     props = home / "server.properties"
     props.write_text(broker_properties(cluster, home / "data"))
+    if secured and _version_tuple(version) < (1, 0):
+        (home / "kafka_server_jaas.conf").write_text(f"KafkaServer {{\n  {_jaas_plain(SECURED_USERS)}\n}};\n")
 
     started = time.monotonic()
     with open(home / "zookeeper.log", "ab") as zk_out:

@@ -90,7 +90,7 @@ def _print_source_access(prepared: PreparePlan) -> None:
     for warning in prepared.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for note in prepared.config_notes:
-        print(f"config: {note}")
+        print(f"note: {note}")
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:

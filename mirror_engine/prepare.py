@@ -28,6 +28,7 @@ from confluent_kafka.admin import (
 from mirror_engine.acls import Acl, desired_target_acls, read_acls
 from mirror_engine.clusters import admin_client, describe_plan_clusters
 from mirror_engine.groups import plan_groups, undescribable_groups
+from mirror_engine.old_brokers import acl_sync_skipped, config_sync_skipped, too_old
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.source_access import (
     ACL_SYNC,
@@ -126,15 +127,23 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
                       notes: list[str] | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
     it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
-    LogAppendTime topics' timestamps is said in `notes`."""
+    LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`."""
     broker_count, metadata = list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
     entries: dict[str, list] = {}
     unread: list[str] = []
     if plan.sync.configs:
-        entries = describe_topic_configs(admin, names, denied=unread)
-        denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+        try:
+            entries = describe_topic_configs(admin, names, denied=unread)
+        except KafkaException as error:
+            if not too_old(error):
+                raise
+            unread = list(names)  # created with the target's defaults; existing ones keep theirs
+            if notes is not None:
+                notes.append(config_sync_skipped(error))
+        else:
+            denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
         if notes is not None:
             notes += unsynced_log_append_time(entries, config_filter.excluded)
     topics = {
@@ -148,9 +157,12 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
         try:
             acls = read_acls(admin)
         except KafkaException as error:
-            if error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            if too_old(error) and notes is not None:
+                notes.append(acl_sync_skipped(error))
+            elif error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
                 raise
-            denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
+            else:
+                denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
     return ClusterState(broker_count, topics, acls)
 
 

@@ -67,10 +67,10 @@ def read_topic(cluster, topic: str, partitions: int = PARTITIONS) -> dict[int, l
     return {p: [r[1:] for r in rows] for p, rows in records.items()}
 
 
-def load_legacy_topics(cluster, p: str, prefixed_acls: bool = True) -> dict[str, str]:
+def load_legacy_topics(cluster, p: str, acls: str = "prefixed", headers: bool = True) -> dict[str, str]:
     """Five topics of the kinds an old cluster carries, each with records, a group committed half-way through the
-    plain one, and ACLs for a principal on the topics and the group (literal ones before Kafka 2.0, which has no
-    prefixed ACLs)."""
+    plain one, and ACLs for a principal on the topics and the group (`acls`: prefixed; literal before Kafka 2.0,
+    which has none; none before 0.11, which has no ACL API). Headers only where the broker knows them (0.11+)."""
     names = {kind: f"{p}.{kind}" for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain")}
     create_topics(cluster, [
         NewTopic(names["oldformat"], PARTITIONS, 1, config={"message.format.version": "0.10.0"}),
@@ -80,22 +80,24 @@ def load_legacy_topics(cluster, p: str, prefixed_acls: bool = True) -> dict[str,
         NewTopic(names["plain"], PARTITIONS, 1, config={"retention.ms": "604800000"}),
     ])
     produce(cluster, names["oldformat"], _records("oldformat", headers=False))  # stored as v1 by the broker
-    produce(cluster, names["tsdiff"], _records("tsdiff", headers=True))
-    produce(cluster, names["appendtime"], _records("appendtime", headers=True))
+    produce(cluster, names["tsdiff"], _records("tsdiff", headers=headers))
+    produce(cluster, names["appendtime"], _records("appendtime", headers=headers))
     _produce_as_old_client(cluster, names["v1"], _records("v1", headers=False))
-    produce(cluster, names["plain"], _records("plain", headers=True))
+    produce(cluster, names["plain"], _records("plain", headers=headers))
     group = f"{p}.billing"
     consumer = Consumer({**cluster.client_config(), "group.id": group, "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(names["plain"], q, RECORDS // PARTITIONS // 2) for q in range(PARTITIONS)],
                     asynchronous=False)
     consumer.close()
-    if prefixed_acls:
-        acls = [Acl("TOPIC", f"{p}.", "PREFIXED", "User:alice", "*", op, "ALLOW") for op in ("READ", "WRITE")]
+    if acls == "none":
+        return {**names, "group": group, "prefix": p}
+    if acls == "prefixed":
+        bindings = [Acl("TOPIC", f"{p}.", "PREFIXED", "User:alice", "*", op, "ALLOW") for op in ("READ", "WRITE")]
     else:
-        acls = [Acl("TOPIC", name, "LITERAL", "User:alice", "*", op, "ALLOW")
-                for name in names.values() for op in ("READ", "WRITE")]
-    acls.append(Acl("GROUP", group, "LITERAL", "User:alice", "*", "READ", "ALLOW"))
-    create_acls(AdminClient(cluster.client_config()), acls)
+        bindings = [Acl("TOPIC", name, "LITERAL", "User:alice", "*", op, "ALLOW")
+                    for name in names.values() for op in ("READ", "WRITE")]
+    bindings.append(Acl("GROUP", group, "LITERAL", "User:alice", "*", "READ", "ALLOW"))
+    create_acls(AdminClient(cluster.client_config()), bindings)
     return {**names, "group": group, "prefix": p}
 
 
@@ -154,9 +156,9 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
     # plan: each config the target does not know is said once, with its topics and what happens to it.
     planned = _cli("plan", "--plan", str(plan_file))
     assert planned.returncode == 0, planned.stderr
-    assert (f"config: topic config message.format.version on 1 topic(s) ({t['oldformat']}): dropped: Kafka 4 writes "
+    assert (f"note: topic config message.format.version on 1 topic(s) ({t['oldformat']}): dropped: Kafka 4 writes "
             "only record format v2") in planned.stdout
-    assert (f"config: topic config message.timestamp.difference.max.ms on 1 topic(s) ({t['tsdiff']}): translated to "
+    assert (f"note: topic config message.timestamp.difference.max.ms on 1 topic(s) ({t['tsdiff']}): translated to "
             "message.timestamp.before.max.ms and message.timestamp.after.max.ms") in planned.stdout
 
     # prepare: every topic the target accepts is created; the refused one is reported, and the exit is 1.
@@ -259,11 +261,11 @@ def test_the_oldest_sources_sync_configs_acls_and_group_offsets(version, secured
     source = start_legacy_cluster(f"kafka-{version}", tmp_path / "source", version, secured=True)
     try:
         t = load_legacy_topics(source, f"old-{version.replace('.', '-')}-{uuid.uuid4().hex[:6]}",
-                               prefixed_acls=version >= "2.0")
+                               acls="prefixed" if version >= "2.0" else "literal")
         plan_file = _plan_file(tmp_path, source, target, t["prefix"], target_user="admin")
         prepared = _cli("prepare", "--plan", str(plan_file))
         assert prepared.returncode == 0, prepared.stdout + prepared.stderr
-        assert "config: topic config message.format.version on 1 topic(s)" in prepared.stdout
+        assert "note: topic config message.format.version on 1 topic(s)" in prepared.stdout
         admin = AdminClient(target.client_config())
         synced = {e.name: e.value for e in next(iter(admin.describe_configs(
             [ConfigResource(ConfigResource.Type.TOPIC, t["plain"])]).values())).result().values()}
@@ -280,5 +282,38 @@ def test_the_oldest_sources_sync_configs_acls_and_group_offsets(version, secured
         assert switched.returncode == 0, switched.stdout + switched.stderr
         assert committed_offsets(admin, t["group"]) == {(t["plain"], q): RECORDS // PARTITIONS // 2
                                                         for q in range(PARTITIONS)}
+    finally:
+        source.stop()
+
+
+@pytest.mark.slow
+def test_a_source_before_0_11_is_copied_and_its_configs_and_acls_are_left_to_do_by_hand(secured_pair, tmp_path):
+    """Kafka 0.10.2 answers neither DescribeConfigs nor the ACL API: those syncs are skipped with a sentence naming
+    the version and the commands to run by hand; every topic is copied and the group switched exactly."""
+    import uuid
+
+    from kafka_local.legacy import start_legacy_cluster
+
+    _source, target = secured_pair
+    source = start_legacy_cluster("kafka-0.10", tmp_path / "source", "0.10.2.2", secured=True)
+    try:
+        t = load_legacy_topics(source, f"old-0-10-{uuid.uuid4().hex[:6]}", acls="none", headers=False)
+        plan_file = _plan_file(tmp_path, source, target, t["prefix"], target_user="admin")
+        prepared = _cli("prepare", "--plan", str(plan_file))
+        assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+        for sync, api in (("config sync", "DescribeConfigs"), ("ACL sync", "DescribeAcls")):
+            said = [line for line in prepared.stdout.splitlines() if line.startswith(f"note: {sync} skipped")]
+            assert said and api in said[0] and "0.11" in said[0] and "kafka-" in said[0], prepared.stdout
+        plan = plan_from_dict(yaml.safe_load(plan_file.read_text()))
+        assert Replicator(plan, source.client_config(), target.client_config()).run(
+            max_seconds=120, until_caught_up=True).ok
+        for kind in ("oldformat", "tsdiff", "appendtime", "v1", "plain"):
+            source_records, target_records = read_topic(source, t[kind]), read_topic(target, t[kind])
+            assert {p: [(*r[:3], r[4]) for r in rows] for p, rows in target_records.items()} == \
+                {p: [(*r[:3], r[4]) for r in rows] for p, rows in source_records.items()}, kind
+        switched = _cli("switch-group", "--plan", str(plan_file), "--group", t["group"], "--timeout", "60")
+        assert switched.returncode == 0, switched.stdout + switched.stderr
+        assert committed_offsets(AdminClient(target.client_config()), t["group"]) == \
+            {(t["plain"], q): RECORDS // PARTITIONS // 2 for q in range(PARTITIONS)}
     finally:
         source.stop()

@@ -73,7 +73,7 @@ def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
     for warning in prepared.warnings:
         operator.log.warning("%s", warning)
     for note in prepared.config_notes:
-        operator.log.warning("config: %s", note)
+        operator.log.warning("%s", note)
 
 
 class PreflightOperator(MigrationOperator):
