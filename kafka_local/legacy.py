@@ -1,24 +1,25 @@
-"""ZooKeeper-era Kafka brokers (1.x to 3.x) on loopback, each with its own ZooKeeper, from Maven Central jars.
+"""ZooKeeper-era Kafka brokers (0.10 to 3.x) on loopback, each with its own ZooKeeper, from Maven Central jars.
 
 The source side of a migration to Kafka 4: a single broker in ZooKeeper mode, optionally with SASL PLAIN and
 the authorizer of its time (`kafka.security.auth.SimpleAclAuthorizer` before 2.4, `AclAuthorizer` from 2.4 on)
 with `admin` as the super user, so its clients are the same as a secured KRaft cluster's (`client_config`).
 
 The jars are Maven Central's `kafka_2.12` (before 2.4) or `kafka_2.13`, whose closure brings its own ZooKeeper;
-ZooKeeper runs from the same jars (`QuorumPeerMain`). They log through log4j 1: reload4j is added. Kafka 2.0 to
-2.3 ship ZooKeeper 3.4, whose client cannot connect on Java 14 and later (`UnresolvedAddressException`, a JDK
-change 3.4 never followed): for those, ZooKeeper 3.5.9's jars take its place, and the broker still reports its
-own version.
+ZooKeeper runs from the same jars (`QuorumPeerMain`). They log through log4j 1: reload4j is added. Kafka before
+2.4 ships ZooKeeper 3.4, whose client cannot connect on Java 14 and later from 2.0 to 2.3
+(`UnresolvedAddressException`, a JDK change 3.4 never followed): ZooKeeper 3.5.9's jars take its place for every
+version before 2.4 (one rule; 1.x and 0.10 run with it too), and the broker still reports its own version.
+Before 1.0 the broker needs `jaxb-api` (Java 11 dropped javax.xml.bind) and reads its SASL users from a JAAS
+file only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_local.cluster import (
@@ -103,9 +104,6 @@ class LegacyCluster(KafkaCluster):
         super().stop(timeout_s)
         zookeeper = KafkaCluster(f"{self.name}-zookeeper", self.home, 0, 0, "", False, self.zookeeper_pid)
         zookeeper.stop(timeout_s)
-
-    def save(self) -> None:
-        (Path(self.home) / "cluster.json").write_text(json.dumps(asdict(self), indent=2))
 
 
 def broker_properties(cluster: LegacyCluster, data_dir: Path) -> str:
