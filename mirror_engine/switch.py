@@ -14,7 +14,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.acls import create_acls, delete_acls, group_fence, topic_write_fence
@@ -48,9 +55,10 @@ def fingerprint(message: Message | None, with_timestamp: bool = True) -> str:
 
 
 def broker_timed(*messages: Message | None) -> bool:
-    """A record of a LogAppendTime topic carries its broker's append time, never its producer's: a copy on such a
-    target cannot keep the source's timestamp, so it is compared by key, value and headers."""
-    return any(m is not None and m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME for m in messages)
+    """A record of a LogAppendTime topic carries its broker's append time, never its producer's, and a v0 record
+    (Kafka 0.9's format) none at all: a copy cannot keep the source's, so it is compared by key, value and headers."""
+    return any(m is not None and m.timestamp()[0] in (TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE)
+               for m in messages)
 
 
 TopicPartitionKey = tuple[str, int]
@@ -325,7 +333,7 @@ def _proof(topic: str, partition: int, source_offset: int, target_topic: str, ta
            ) -> PartitionSwitch:
     """Compare the records before and at the position on both clusters."""
     (source_before, source_at), (target_before, target_at) = source, target
-    timed = not broker_timed(target_before, target_at)
+    timed = not broker_timed(source_before, source_at, target_before, target_at)
     before = (fingerprint(source_before, timed), fingerprint(target_before, timed))
     at = (fingerprint(source_at, timed), fingerprint(target_at, timed))
     problems = []

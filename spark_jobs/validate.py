@@ -29,6 +29,7 @@ from spark_jobs.validation import (
     read_ranges,
     report_to_files,
     sample_by_content,
+    untimestamped_topics,
 )
 
 log = logging.getLogger("spark_jobs.validate")
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         source = read_ranges(spark, kafka_options(source_config), source_ranges, labels)
         target = read_ranges(spark, kafka_options(target_config), target_ranges, labels)
         untimed = log_append_time_topics(target_config, ranges)
+        untimestamped = untimestamped_topics(source) if source is not None else frozenset()
+        untimed |= untimestamped
         if source is None or target is None:
             empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long, occ int")
             source_fp = fingerprinted(source, untimed) if source is not None else empty
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             source_fp, target_fp = fingerprinted(source, untimed), fingerprinted(target, untimed)
         report = compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
-                         mapping.translate, plan.name, mode, fraction, untimed)
+                         mapping.translate, plan.name, mode, fraction, untimed, untimestamped)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")

@@ -171,15 +171,25 @@ def sample_by_content(records: DataFrame, fraction: float) -> DataFrame:
 
 
 # ------------------------------------------------------------------ comparing
-def untimed_note(topic: str, target_topic: str) -> str:
+def untimed_note(topic: str, target_topic: str, untimestamped: bool = False) -> str:
+    if untimestamped:
+        return (f"topic {topic}: its source holds records of format v0, which have no timestamp; their copies on "
+                f"{target_topic} carry the time they were copied: its records are compared by key, value and headers")
     return (f"topic {topic}: its target {target_topic} has message.timestamp.type=LogAppendTime, so the target broker "
             "stamps each record with its own append time and the source's timestamps cannot be kept: its records are "
             "compared by key, value and headers")
 
 
+def untimestamped_topics(source: DataFrame) -> frozenset[str]:
+    """The topics whose source records include some without a timestamp (record format v0)."""
+    return frozenset(row["topic"] for row in source.where(F.col("timestampType") < 0).select("topic").distinct()
+                     .collect())
+
+
 def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
             translate: Callable[[str, int, int], int | None], plan: str, mode: str,
-            fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset()) -> ValidationReport:
+            fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset(),
+            untimestamped: frozenset[str] = frozenset()) -> ValidationReport:
     src = source.select("topic", "partition", F.col("offset").alias("s_off"), "fp", "occ")
     tgt = target.select("topic", "partition", F.col("offset").alias("t_off"), "fp", "occ")
     joined = src.join(tgt, ["topic", "partition", "fp", "occ"], "full_outer").cache()
@@ -228,7 +238,7 @@ def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
         result.out_of_order.sort()
     ordered = [results[k] for k in sorted(results)]
     targets = {r.topic: r.target_topic for r in ranges}
-    notes = [untimed_note(topic, targets.get(topic, topic)) for topic in sorted(untimed_topics)]
+    notes = [untimed_note(topic, targets.get(topic, topic), topic in untimestamped) for topic in sorted(untimed_topics)]
     return ValidationReport(plan, mode, ordered, fraction, notes)
 
 

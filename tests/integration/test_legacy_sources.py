@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from mirror_engine.acls import Acl, create_acls, delete_acls, read_acls
@@ -149,14 +155,19 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
                                                                mirror_on_target, spark, tmp_path, caplog):
     _source, target = secured_pair
     t = legacy_topics
-    create_topics(legacy_source, [NewTopic(f"{t['prefix']}.blocked", 1, 1)])
+    create_topics(legacy_source, [NewTopic(f"{t['prefix']}.blocked", 1, 1),
+                                  NewTopic(f"{t['prefix']}.v0", 1, 1, config={"message.format.version": "0.9.0"})])
+    produce(legacy_source, f"{t['prefix']}.v0", [(0, f"k{i}".encode(), f"v0-{i}".encode(), None, NOW + i)
+                                                 for i in range(RECORDS)])  # stored without timestamps
+    copy_started = int(time.time() * 1000)
     produce(legacy_source, f"{t['prefix']}.blocked", [(0, b"k", b"late", None, NOW)])
     plan_file = _plan_file(tmp_path, legacy_source, target, t["prefix"])
 
     # plan: each config the target does not know is said once, with its topics and what happens to it.
     planned = _cli("plan", "--plan", str(plan_file))
     assert planned.returncode == 0, planned.stderr
-    assert (f"note: topic config message.format.version on 1 topic(s) ({t['oldformat']}): dropped: Kafka 4 writes "
+    assert (f"note: topic config message.format.version on 2 topic(s) ({t['oldformat']}, {t['prefix']}.v0): dropped: "
+            "Kafka 4 writes "
             "only record format v2") in planned.stdout
     assert (f"note: topic config message.timestamp.difference.max.ms on 1 topic(s) ({t['tsdiff']}): translated to "
             "message.timestamp.before.max.ms and message.timestamp.after.max.ms") in planned.stdout
@@ -200,6 +211,7 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
         reason = engine.reporter.snapshot["blocked_topics"][f"{t['prefix']}.blocked"]
         assert "TOPIC_AUTHORIZATION_FAILED" in reason or "authoriz" in reason.lower(), reason
         _wait_copied(legacy_source, target, [t[k] for k in ("oldformat", "tsdiff", "appendtime", "v1", "plain")])
+        _wait_copied(legacy_source, target, [f"{t['prefix']}.v0"], partitions=1)
         delete_acls(admin, [mirror_on_target])  # the cause passes: the next refresh creates and copies it
         _wait_copied(legacy_source, target, [f"{t['prefix']}.blocked"], partitions=1)
         assert engine.faults.blocked_topics == {}
@@ -219,6 +231,12 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
             assert {p: [(*r[:3], r[4]) for r in rows] for p, rows in target_records.items()} == \
                 {p: [(*r[:3], r[4]) for r in rows] for p, rows in source_records.items()}, kind
 
+    # v0 records have no timestamp; a v2 record must have one: their copies carry the time they were copied.
+    source_v0, target_v0 = read_topic(legacy_source, f"{t['prefix']}.v0", 1), read_topic(target, f"{t['prefix']}.v0", 1)
+    assert [r[:3] for r in target_v0[0]] == [r[:3] for r in source_v0[0]] and len(source_v0[0]) == RECORDS
+    assert {r[3] for r in source_v0[0]} == {TIMESTAMP_NOT_AVAILABLE}
+    assert all(r[3] == TIMESTAMP_CREATE_TIME and r[4] >= copy_started for r in target_v0[0])
+
     # A checkpoint round, then the group switched: its offsets on the target are the source's, proven.
     checkpoint = _cli("checkpoint", "--plan", str(plan_file), "--once")
     assert checkpoint.returncode == 0, checkpoint.stdout + checkpoint.stderr
@@ -233,7 +251,8 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
     status = validate.main(["--plan", str(plan_file), "--report-dir", str(tmp_path / "reports")])
     result = json.loads(next((tmp_path / "reports").glob("validation-*.json")).read_text())
     assert status == 0, result
-    assert result["totals"]["source_records"] == 5 * RECORDS + 1
+    assert result["totals"]["source_records"] == 6 * RECORDS + 1
+    assert [note for note in result["notes"] if f"{t['prefix']}.v0" in note and "format v0" in note]
     assert [note for note in result["notes"] if t["appendtime"] in note and "LogAppendTime" in note]
     assert not [note for note in result["notes"] if t["plain"] in note]
 
