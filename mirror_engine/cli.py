@@ -89,6 +89,8 @@ def _print_source_access(prepared: PreparePlan) -> None:
         print(prepared.source_access.statement())
     for warning in prepared.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in prepared.config_notes:
+        print(f"note: {note}")
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:

@@ -128,7 +128,7 @@ class Replicator:
         self.membership = self.membership_kind(plan, self.worker_id, clients, self.assigner, self.delivery, states,
                                                faults)
         self.upkeep = TargetUpkeep(plan, self.source_config, self.target_config,
-                                   beside_others=self.membership_kind.prepares_beside_others)
+                                   beside_others=self.membership_kind.prepares_beside_others, faults=faults)
 
     def _lower_batch_cap(self, limit: int, topic: str) -> None:
         """A target topic takes smaller batches than the producer makes: rebuild it with batches that fit.

@@ -17,6 +17,7 @@ from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import ApplyResult, apply_actions, plan_preparation, render_result
 from mirror_engine.progress import managed_target_topics
 from mirror_engine.scheduler import PeriodicTask
+from mirror_engine.target_configs import TargetConfigs
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +27,13 @@ _ACTION = {"configs": "alter_configs", "acls": "create_acl"}
 
 
 def sync_once(plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-              kind: Literal["configs", "acls"]) -> ApplyResult | None:
-    """Apply the target's pending changes of one kind; None when there was nothing to do or a problem."""
+              kind: Literal["configs", "acls"], target_configs: TargetConfigs | None = None) -> ApplyResult | None:
+    """Apply the target's pending changes of one kind; None when there was nothing to do or a problem. Pass the
+    same `target_configs` each time: the target is then asked about each source config once."""
     only = plan.model_copy(update={"sync": plan.sync.model_copy(update={
         "configs": plan.sync.configs and kind == "configs", "acls": plan.sync.acls and kind == "acls"})})
     prepared = plan_preparation(only, source_config, target_config, managed_target_topics(plan, target_config),
-                                best_effort=True)
+                                best_effort=True, target_configs=target_configs)
     for warning in prepared.warnings:
         log.warning("%s sync: %s", kind, warning)
     if prepared.problems:
@@ -58,8 +60,10 @@ def metadata_sync_tasks(plan: MigrationPlan, source_config: dict[str, str],
 
 def _task(plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
           kind: Literal["configs", "acls"], interval_s: float) -> PeriodicTask:
+    known = TargetConfigs()
+
     def run() -> None:
-        sync_once(plan, source_config, target_config, kind)
+        sync_once(plan, source_config, target_config, kind, known)
 
     # The engine prepares the target as it starts: the first sync is one interval later.
     return PeriodicTask(f"{kind} sync", interval_s, run, first_after_s=interval_s)

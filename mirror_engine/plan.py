@@ -19,7 +19,7 @@ from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES
 from mirror_engine.plan_yaml import PlanFileProblem, read_plan_yaml
 from mirror_engine.policy import ReplicationPolicy, is_cycle, make_policy
 from mirror_engine.principals import check_principal_map
-from mirror_engine.regexes import check_patterns
+from mirror_engine.regexes import check_patterns, compile_any
 from mirror_engine.schedules import schedule_problem
 from mirror_engine.secrets import remember_secrets, without_credential_debug
 from mirror_engine.times import StartPosition
@@ -182,6 +182,10 @@ class SyncSpec(_Strict):
     acls: bool = True
     # Regexes of topic config names never synced, added to MirrorMaker 2's default exclude list.
     config_exclude: list[str] = Field(default_factory=list)
+    # Regexes of topic config names synced even though MirrorMaker 2's default list excludes them: a migration may
+    # want the source's timestamp rules on the target (`message\.timestamp\..*`: LogAppendTime topics stay so, and
+    # message.timestamp.difference.max.ms becomes Kafka 4's before/after pair).
+    config_include: list[str] = Field(default_factory=list)
     # Source principal -> target principal, e.g. {"User:app": "User:app-prod"}: one principal each side;
     # a wildcard (User:*) on the target only for the wildcard on the source.
     principal_map: dict[str, str] = Field(default_factory=dict)
@@ -203,7 +207,7 @@ class SyncSpec(_Strict):
     # naming the missing operation and resource; with this set it is a problem, and nothing is prepared.
     require_source_permissions: bool = False
 
-    _check = field_validator("config_exclude")(_check_regexes)
+    _check = field_validator("config_exclude", "config_include")(_check_regexes)
 
     @field_validator("replication_factor", mode="before")
     @classmethod
@@ -366,7 +370,10 @@ class MigrationPlan(_Strict):
         return NameFilter(self.groups.include, [*DEFAULT_GROUP_EXCLUDES, *self.groups.exclude])
 
     def config_excludes(self) -> list[str]:
-        return [*MM2_CONFIG_EXCLUDES, *self.sync.config_exclude]
+        """MM2's default excludes but those the plan includes (`sync.config_include`), and the plan's own."""
+        included = compile_any(self.sync.config_include)
+        defaults = [p for p in MM2_CONFIG_EXCLUDES if not (included and included.fullmatch(p.replace("\\.", ".")))]
+        return [*defaults, *self.sync.config_exclude]
 
     def replicates_topic(self, topic: str) -> bool:
         """MM2's shouldReplicateTopic: accepted by the filter (or a heartbeats topic, when those are copied),

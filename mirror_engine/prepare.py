@@ -29,6 +29,7 @@ from mirror_engine.acls import Acl, desired_target_acls, read_acls
 from mirror_engine.clusters import admin_client, describe_plan_clusters
 from mirror_engine.fencing import fence_problem
 from mirror_engine.groups import plan_groups, undescribable_groups
+from mirror_engine.old_brokers import acl_sync_skipped, config_sync_skipped, too_old
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.source_access import (
     ACL_SYNC,
@@ -40,6 +41,7 @@ from mirror_engine.source_access import (
     topic_denial,
     unreadable_topics,
 )
+from mirror_engine.target_configs import TargetConfigs, adapt_source_configs, unsynced_log_append_time
 from mirror_engine.topics import (
     ClusterState,
     ConfigFilter,
@@ -90,10 +92,12 @@ class PreparePlan:
     source_topics: list[str]  # source topics the plan replicates, in order
     warnings: list[str] = field(default_factory=list)  # syncs skipped for want of a right on the source
     source_access: SourceAccess | None = None  # which syncs the source principal's permissions allow
+    config_notes: list[str] = field(default_factory=list)  # source configs translated or dropped, once per name
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "actions": [a.to_dict() for a in self.actions],
+            "config_notes": self.config_notes,
             "problems": self.problems,
             "source_topics": self.source_topics,
             "warnings": self.warnings,
@@ -120,17 +124,29 @@ class ApplyResult:
         }
 
 
-def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial]) -> ClusterState:
+def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
+                      notes: list[str] | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
-    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole)."""
+    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
+    LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`."""
     broker_count, metadata = list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
     entries: dict[str, list] = {}
     unread: list[str] = []
     if plan.sync.configs:
-        entries = describe_topic_configs(admin, names, denied=unread)
-        denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+        try:
+            entries = describe_topic_configs(admin, names, denied=unread)
+        except KafkaException as error:
+            if not too_old(error):
+                raise
+            unread = list(names)  # created with the target's defaults; existing ones keep theirs
+            if notes is not None:
+                notes.append(config_sync_skipped(error))
+        else:
+            denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+        if notes is not None:
+            notes += unsynced_log_append_time(entries, config_filter.excluded)
     topics = {
         name: TopicState(name, metadata[name][0], metadata[name][1],
                          syncable_configs(entries.get(name, []), config_filter), metadata[name][2],
@@ -142,9 +158,12 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
         try:
             acls = read_acls(admin)
         except KafkaException as error:
-            if error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            if too_old(error) and notes is not None:
+                notes.append(acl_sync_skipped(error))
+            elif error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
                 raise
-            denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
+            else:
+                denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
     return ClusterState(broker_count, topics, acls)
 
 
@@ -270,18 +289,21 @@ def plan_preparation(
     target_config: dict[str, str],
     managed_topics: frozenset[str] = frozenset(),
     best_effort: bool = False,
+    target_configs: TargetConfigs | None = None,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
     What the source principal may not read is left out and said in `source_access` (see `source_access`): a
     sync it does not allow is a warning, or a problem under sync.require_source_permissions; a topic it may not
     READ is a problem. `best_effort` (the engine's refresh) checks only what the engine syncs itself (configs
-    and ACLs), not the topics' READ nor the groups.
+    and ACLs), not the topics' READ nor the groups. Source configs the target refuses are translated or dropped
+    (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
     """
     describe_plan_clusters(plan, source_config, target_config)
     source_admin = admin_client(source_config)
     denials: list[Denial] = []
-    source = read_source_state(source_admin, plan, denials)
+    notes: list[str] = []
+    source = read_source_state(source_admin, plan, denials, notes)
     asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
     if not best_effort:
         asked.append(GROUP_OFFSET_SYNC)
@@ -291,8 +313,13 @@ def plan_preparation(
             denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
     policy = plan.policy()
     remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
-    target = read_target_state(admin_client(target_config), plan, remote_names, read_target_acls=bool(source.acls))
+    target_admin = admin_client(target_config)
+    if plan.sync.configs:
+        source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
+        notes += adapted
+    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
+    prepared.config_notes = notes
     access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
     prepared.source_access = access
     prepared.problems += access.problems()

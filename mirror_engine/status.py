@@ -139,7 +139,7 @@ def is_live(status: dict, now_ms: int | None = None) -> bool:
 
 
 def flow_problems(statuses: list[dict]) -> list[str]:
-    """What the live workers report as broken: stopped partitions and their last errors."""
+    """What the live workers report as broken: stopped partitions, topics not copied, and their last errors."""
     problems = []
     for status in statuses:
         if not is_live(status):
@@ -147,6 +147,11 @@ def flow_problems(statuses: list[dict]) -> list[str]:
         for part in status["partitions"]:
             if part.get("failed"):
                 problems.append(f"worker {status['worker']}: {part['topic']}[{part['partition']}]: {part['failed']}")
+        for topic, reason in (status.get("blocked_topics") or {}).items():
+            problems.append(f"worker {status['worker']}: topic {topic} is not copied: {reason}")
+        if status.get("blocked_topic_count", 0) > len(status.get("blocked_topics") or {}):
+            problems.append(f"worker {status['worker']}: {status['blocked_topic_count']} topics in all are not copied "
+                            "(see its log)")
         if status.get("last_error") and not any(status["last_error"] in p for p in problems):
             problems.append(f"worker {status['worker']}: {status['last_error']}")
     return problems

@@ -14,7 +14,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.acls import group_fence, topic_write_fence
@@ -34,7 +41,7 @@ class SwitchError(RuntimeError):
 
 
 # ------------------------------------------------------------------ record fingerprints
-def fingerprint(message: Message | None) -> str:
+def fingerprint(message: Message | None, with_timestamp: bool = True) -> str:
     """Short hash of a record's key, value, headers and timestamp ("-" for no record)."""
     if message is None:
         return "-"
@@ -43,8 +50,16 @@ def fingerprint(message: Message | None) -> str:
         digest.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
     for name, value in message.headers() or []:
         digest.update(name.encode() + b"\x00" + (b"\x00" if value is None else b"\x01" + value))
-    digest.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
+    if with_timestamp:
+        digest.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
     return digest.hexdigest()[:16]
+
+
+def broker_timed(*messages: Message | None) -> bool:
+    """A record of a LogAppendTime topic carries its broker's append time, never its producer's, and a v0 record
+    (Kafka 0.9's format) none at all: a copy cannot keep the source's, so it is compared by key, value and headers."""
+    return any(m is not None and m.timestamp()[0] in (TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE)
+               for m in messages)
 
 
 TopicPartitionKey = tuple[str, int]
@@ -327,8 +342,9 @@ def _proof(topic: str, partition: int, source_offset: int, target_topic: str, ta
            ) -> PartitionSwitch:
     """Compare the records before and at the position on both clusters."""
     (source_before, source_at), (target_before, target_at) = source, target
-    before = (fingerprint(source_before), fingerprint(target_before))
-    at = (fingerprint(source_at), fingerprint(target_at))
+    timed = not broker_timed(source_before, source_at, target_before, target_at)
+    before = (fingerprint(source_before, timed), fingerprint(target_before, timed))
+    at = (fingerprint(source_at, timed), fingerprint(target_at, timed))
     problems = []
     if before[0] != before[1]:
         problems.append("the records before differ")

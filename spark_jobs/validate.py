@@ -20,7 +20,7 @@ from mirror_engine.clusters import admin_client
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.reports import ReportStore
-from mirror_engine.topics import list_offsets
+from mirror_engine.topics import describe_topic_configs, list_offsets
 from spark_jobs.validation import (
     PartitionRange,
     compare,
@@ -29,6 +29,7 @@ from spark_jobs.validation import (
     read_ranges,
     report_to_files,
     sample_by_content,
+    untimestamped_topics,
 )
 
 log = logging.getLogger("spark_jobs.validate")
@@ -56,6 +57,14 @@ def copied_ranges(plan: MigrationPlan, mapping: FlowMapping, source_config: dict
         ranges.append(PartitionRange(topic, partition, policy.format_remote_topic(plan.source.alias, topic),
                                      start, end, target_start, target_end))
     return ranges
+
+
+def log_append_time_topics(target_config: dict[str, str], ranges: list[PartitionRange]) -> frozenset[str]:
+    """The source topics whose target topic stamps records with the broker's time (LogAppendTime)."""
+    by_target = {r.target_topic: r.topic for r in ranges}
+    entries = describe_topic_configs(admin_client(target_config), sorted(by_target))
+    return frozenset(by_target[name] for name, configs in entries.items()
+                     if any(e.name == "message.timestamp.type" and e.value == "LogAppendTime" for e in configs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,14 +104,17 @@ def main(argv: list[str] | None = None) -> int:
         labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
         source = read_ranges(spark, kafka_options(source_config), source_ranges, labels)
         target = read_ranges(spark, kafka_options(target_config), target_ranges, labels)
+        untimed = log_append_time_topics(target_config, ranges)
+        untimestamped = untimestamped_topics(source) if source is not None else frozenset()
+        untimed |= untimestamped
         if source is None or target is None:
             empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long, occ int")
-            source_fp = fingerprinted(source) if source is not None else empty
-            target_fp = fingerprinted(target) if target is not None else empty
+            source_fp = fingerprinted(source, untimed) if source is not None else empty
+            target_fp = fingerprinted(target, untimed) if target is not None else empty
         else:
-            source_fp, target_fp = fingerprinted(source), fingerprinted(target)
+            source_fp, target_fp = fingerprinted(source, untimed), fingerprinted(target, untimed)
         report = compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
-                         mapping.translate, plan.name, mode, fraction)
+                         mapping.translate, plan.name, mode, fraction, untimed, untimestamped)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")
@@ -111,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     totals = report.to_dict()["totals"]
     print(f"validation of '{plan.name}' ({mode}): {'clean' if report.clean else 'NOT CLEAN'} in "
           f"{time.monotonic() - started:.1f} s: {totals}")
+    for note in report.notes:
+        print(f"  note: {note}")
     for partition in report.partitions:
         if not partition.clean:
             print(f"  {partition.topic}[{partition.partition}]: {partition.summary()}")

@@ -8,6 +8,10 @@ without a pair is extra (a duplicate when its fingerprint is on the source). A m
 record at the same place (the source offset translates to the target offset) are one changed record.
 Pairs whose target offsets run backwards against their source order are out of order. Only the
 mismatches (bounded per partition) reach the driver.
+
+A target topic with `message.timestamp.type=LogAppendTime` cannot keep the source's timestamps: its broker
+stamps every record with its own append time. Its records are compared by key, value and headers (on both
+sides), and the report says so in `notes` instead of calling every record changed.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class ValidationReport:
     mode: str
     partitions: list[PartitionResult]
     sample_fraction: float = 1.0
+    notes: list[str] = field(default_factory=list)  # what was compared otherwise, and why
 
     @property
     def clean(self) -> bool:
@@ -84,7 +89,7 @@ class ValidationReport:
                   for kind in ("source_records", "target_records", "missing", "extra", "duplicates", "changed",
                                "out_of_order")}
         return {"plan": self.plan, "mode": self.mode, "sample_fraction": self.sample_fraction, "clean": self.clean,
-                "totals": totals, "partitions": rows}
+                "totals": totals, "notes": self.notes, "partitions": rows}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -143,12 +148,16 @@ def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, 
     return result
 
 
-def fingerprinted(records: DataFrame) -> DataFrame:
+def fingerprinted(records: DataFrame, untimed_topics: frozenset[str] = frozenset()) -> DataFrame:
     """topic, partition, offset, fp, occ. Null flags are hashed too: xxhash64 skips null inputs, which would
-    make a null key with value v hash like key v with a null value."""
+    make a null key with value v hash like key v with a null value. Records of `untimed_topics` (a LogAppendTime
+    target) are fingerprinted without their timestamp, on both sides."""
+    timestamp = F.col("timestamp")
+    if untimed_topics:
+        timestamp = F.when(F.col("topic").isin(*sorted(untimed_topics)), F.lit(None)).otherwise(timestamp)
     fp = F.xxhash64(
         F.col("key"), F.col("key").isNull(), F.col("value"), F.col("value").isNull(),
-        F.coalesce(F.col("headers"), F.array()), F.col("timestamp"),
+        F.coalesce(F.col("headers"), F.array()), timestamp,
     )
     occurrence = Window.partitionBy("topic", "partition", "fp").orderBy("offset")
     return (records.select("topic", "partition", "offset", fp.alias("fp"))
@@ -163,9 +172,25 @@ def sample_by_content(records: DataFrame, fraction: float) -> DataFrame:
 
 
 # ------------------------------------------------------------------ comparing
+def untimed_note(topic: str, target_topic: str, untimestamped: bool = False) -> str:
+    if untimestamped:
+        return (f"topic {topic}: its source holds records of format v0, which have no timestamp; their copies on "
+                f"{target_topic} carry the time they were copied: its records are compared by key, value and headers")
+    return (f"topic {topic}: its target {target_topic} has message.timestamp.type=LogAppendTime, so the target broker "
+            "stamps each record with its own append time and the source's timestamps cannot be kept: its records are "
+            "compared by key, value and headers")
+
+
+def untimestamped_topics(source: DataFrame) -> frozenset[str]:
+    """The topics whose source records include some without a timestamp (record format v0)."""
+    return frozenset(row["topic"] for row in source.where(F.col("timestampType") < 0).select("topic").distinct()
+                     .collect())
+
+
 def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
             translate: Callable[[str, int, int], int | None], plan: str, mode: str,
-            fraction: float = 1.0) -> ValidationReport:
+            fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset(),
+            untimestamped: frozenset[str] = frozenset()) -> ValidationReport:
     src = source.select("topic", "partition", F.col("offset").alias("s_off"), "fp", "occ")
     tgt = target.select("topic", "partition", F.col("offset").alias("t_off"), "fp", "occ")
     joined = src.join(tgt, ["topic", "partition", "fp", "occ"], "full_outer").cache()
@@ -213,7 +238,9 @@ def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
         result.duplicates = sum(1 for on_source in extras.values() if on_source)
         result.out_of_order.sort()
     ordered = [results[k] for k in sorted(results)]
-    return ValidationReport(plan, mode, ordered, fraction)
+    targets = {r.topic: r.target_topic for r in ranges}
+    notes = [untimed_note(topic, targets.get(topic, topic), topic in untimestamped) for topic in sorted(untimed_topics)]
+    return ValidationReport(plan, mode, ordered, fraction, notes)
 
 
 # ------------------------------------------------------------------ the page a person opens
@@ -259,6 +286,7 @@ tr.bad {{ background: #fde2e1; }} .status {{ font-size: 1.4em; color: {"#2e7d32"
 Source records {totals["source_records"]}, target records {totals["target_records"]}; missing {totals["missing"]},
 extra {totals["extra"]} (of which duplicates {totals["duplicates"]}), changed {totals["changed"]},
 out of order {totals["out_of_order"]}.</p>
+{"".join(f"<p>Note: {html.escape(note)}.</p>" for note in report.get("notes", []))}
 <h2>Records per partition</h2>
 <svg width="{width}" height="{chart_height + 40}" role="img" aria-label="source and target records per partition">
 {"".join(bars)}

@@ -46,6 +46,22 @@ def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kaf
     target.stop()
 
 
+# The ZooKeeper-era version in the suite; older ones run in tests marked slow (`pytest -m slow`).
+LEGACY_SUITE_VERSION = "2.8.2"
+
+
+@pytest.fixture(scope="session")
+def legacy_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A Kafka 2.8 broker in ZooKeeper mode, with its own ZooKeeper, SASL PLAIN and `AclAuthorizer` (`admin` is
+    the super user): a source cluster of the ZooKeeper era. Started only when a test asks for it."""
+    from kafka_local.legacy import start_legacy_cluster
+
+    cluster = start_legacy_cluster("legacy-source", tmp_path_factory.mktemp("kafka-legacy") / "source",
+                                   LEGACY_SUITE_VERSION, secured=True)
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def airflow_db() -> None:
     """Airflow's SQLite metadata DB, migrated (idempotent; a few seconds when already current)."""

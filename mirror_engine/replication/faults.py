@@ -16,10 +16,12 @@ class EngineError(RuntimeError):
 
 @dataclass
 class Faults:
-    """`fatal` stops the engine (its loop ends and `run` raises it); `last_error` is shown in the status."""
+    """`fatal` stops the engine (its loop ends and `run` raises it); `last_error` is shown in the status;
+    `blocked_topics` are source topics not copied because the target refused their topic, with the reason."""
 
     fatal: str = ""
     last_error: str = ""
+    blocked_topics: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Message, TopicPartition
 
 from mirror_engine.copy_contract import SyncOnDelta, fingerprint
 
@@ -91,7 +91,10 @@ class SourceWalk:
 
 
 def _fingerprint(message: Message) -> bytes:
-    return fingerprint(message.key(), message.value(), message.headers(), message.timestamp()[1])
+    # A LogAppendTime record's timestamp is its own broker's: a copy's differs by nature, so it is left out.
+    kind, timestamp = message.timestamp()
+    return fingerprint(message.key(), message.value(), message.headers(),
+                       -1 if kind == TIMESTAMP_LOG_APPEND_TIME else timestamp)
 
 
 def _read_one_each(consumer: Consumer, wanted: dict[TopicPartitionKey, int], deadline: float

@@ -132,6 +132,9 @@ class StatusReporter:
             "lag": sum(p["lag"] for p in partitions),
             "reconcile_fallbacks": sum(1 for p in partitions if p["reconcile_fallback"]),
             "last_error": self.faults.fatal or self.faults.last_error or None,
+            # Topics not copied, for a reason the target gave (bounded: the first 20 by name, and the count).
+            "blocked_topics": dict(sorted(self.faults.blocked_topics.items())[:20]),
+            "blocked_topic_count": len(self.faults.blocked_topics),
             "partitions": partitions,
         }
 

@@ -1,5 +1,9 @@
 """The target kept ready while the engine runs: topics created or grown, configs and ACLs synced (at start and
-at every refresh, so new matching topics and added partitions are copied too)."""
+at every refresh, so new matching topics and added partitions are copied too).
+
+A topic the target refuses to create or grow does not stop the others: it is left out of the copy, named with
+the target's reason in the log (once per reason) and the status (`Faults.blocked_topics`), and tried again at
+every refresh, since its cause (a quota, a policy, a permission) may pass."""
 
 from __future__ import annotations
 
@@ -7,30 +11,35 @@ import logging
 import time
 
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.prepare import apply_actions, plan_preparation, render_actions
+from mirror_engine.prepare import Action, apply_actions, plan_preparation, render_actions
 from mirror_engine.progress import managed_target_topics
-from mirror_engine.replication.faults import EngineError
+from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.target_configs import TargetConfigs
 
 log = logging.getLogger("mirror_engine.engine")
 
 
 class TargetUpkeep:
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
-                 beside_others: bool) -> None:
+                 beside_others: bool, faults: Faults | None = None) -> None:
         self.plan = plan
         self.source_config = source_config
         self.target_config = target_config
         # Other workers of the flow may prepare the same target at the same moment.
         self.beside_others = beside_others
         self._warned: set[str] = set()
+        self.faults = faults or Faults()
+        self.target_configs = TargetConfigs()  # the target asked once per process about each source config
 
     def prepare(self, managed: frozenset[str], initial: bool) -> list[str] | None:
-        """Create or update the target's topics (idempotent); the plan's source topics, or None when it failed
-        after the start (logged: the next refresh tries again)."""
+        """Create or update the target's topics (idempotent); the plan's source topics that can be copied (those
+        whose target topic the target refused are left out, logged and in the status; the next refresh tries
+        again). Problems that forbid any change raise at the start (`initial`)."""
         failures = ""
         for attempt in range(3):
-            prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True)
-            for warning in prepared.warnings:
+            prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True,
+                                        target_configs=self.target_configs)
+            for warning in [*prepared.warnings, *prepared.config_notes]:
                 if warning not in self._warned:  # said once, not at every refresh
                     self._warned.add(warning)
                     log.warning("%s", warning)
@@ -43,12 +52,14 @@ class TargetUpkeep:
             if prepared.problems:
                 raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
             if not prepared.actions:
-                return prepared.source_topics
+                return self._copyable(prepared.source_topics, {})
             log.info("preparing the target:\n%s", render_actions(prepared.actions))
             result = apply_actions(self.target_config, prepared.actions)
             if not result.failed:
-                return prepared.source_topics
+                return self._copyable(prepared.source_topics, {})
             failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
+            if not self.beside_others and not any("already exists" in error for _, error in result.failed):
+                return self._copyable(prepared.source_topics, _blocked(result.failed), result.failed)
             # Another worker of the flow may have made the same change a moment earlier: plan again. A topic
             # missing when planned and there now was created by one of them: it is the flow's, even if that
             # worker has already copied records into it.
@@ -56,8 +67,30 @@ class TargetUpkeep:
                                  if action.kind == "create_topic" and "already exists" in error)
             log.info("preparing the target: %s; planning again", failures)
             time.sleep(1)
-        message = f"preparing the target failed: {failures}"
-        if initial:
-            raise EngineError(message)
-        log.error("%s", message)
-        return None
+        return self._copyable(prepared.source_topics, _blocked(result.failed), result.failed)
+
+    def _copyable(self, source_topics: list[str], blocked: dict[str, str],
+                  failed: list[tuple[Action, str]] | None = None) -> list[str]:
+        """The source topics to copy: all but those whose target topic could not be created or grown."""
+        for action, error in failed or []:
+            message = f"preparing the target: {action.kind} {action.resource} failed: {error}"
+            if action.kind not in ("create_topic", "add_partitions") and message not in self._warned:
+                self._warned.add(message)  # a config or ACL not synced: the topic is copied all the same
+                log.error("%s (copying goes on; tried again at the next refresh)", message)
+        for topic, reason in sorted(blocked.items()):
+            if self.faults.blocked_topics.get(topic) != reason:  # said once per reason, not at every refresh
+                log.error("topic %s is not copied: %s; the other topics are; tried again at the next refresh (every "
+                          "%.0f s)", topic, reason, self.plan.engine.refresh_interval_s)
+        for topic in sorted(set(self.faults.blocked_topics) - set(blocked)):
+            log.info("topic %s: the target is ready for it now: copying it", topic)
+        self.faults.blocked_topics = blocked
+        return [topic for topic in source_topics if topic not in blocked]
+
+
+def _blocked(failed: list[tuple[Action, str]]) -> dict[str, str]:
+    """Source topics whose target topic the target refused to create or grow, with its reason."""
+    return {
+        action.details["source_topic"]: f"the target refused to {action.kind.replace('_', ' ')} "
+                                        f"{action.resource}: {error}"
+        for action, error in failed if action.kind in ("create_topic", "add_partitions")
+    }

@@ -69,6 +69,8 @@ def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
         operator.log.info("%s", prepared.source_access.statement())
     for warning in prepared.warnings:
         operator.log.warning("%s", warning)
+    for note in prepared.config_notes:
+        operator.log.warning("%s", note)
 
 
 def _fencing_problems(plan: Any, source: dict[str, str], params: dict[str, Any]) -> list[str]:
@@ -114,7 +116,8 @@ class PreflightOperator(MigrationOperator):
         result = apply_actions(target, prepared.actions, validate_only=True)
         self.log.info("dry-run, validated by the target: %s", render_result(result))
         if result.failed:
-            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run")
+            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in result.failed)
+            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run: {refused}")
         return {"topics": len(prepared.source_topics), "changes": len(prepared.actions)}
 
 
