@@ -46,6 +46,7 @@ unit: $(VENV)/.installed
 	$(BIN)/pytest -q tests/unit
 
 test: setup lint
+	./scripts/ensure-system-deps.sh --browser
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 clean:
