@@ -12,7 +12,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__PARALLELISM := 4
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test lint unit clean
+.PHONY: setup demo demo-ui test lint unit clean
 
 # The packages' bytecode is compiled at install: uv leaves it to the first import otherwise, and where Python may
 # not write it (PYTHONDONTWRITEBYTECODE, read-only images) every command compiled its imports again at each start.
@@ -39,6 +39,10 @@ setup: $(VENV)/.installed .cache/.jars $(AIRFLOW_HOME)/airflow.db
 demo: setup
 	$(PY) demo/$(if $(MM2),run_demo_mm2.py,run_demo.py)
 
+# The demo's clusters and data with Airflow's UI and the cockpit; prints the URL and the login; Ctrl-C stops it all.
+demo-ui: setup
+	$(PY) demo/airflow_ui.py
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 
@@ -46,6 +50,7 @@ unit: $(VENV)/.installed
 	$(BIN)/pytest -q tests/unit
 
 test: setup lint
+	./scripts/ensure-system-deps.sh --browser
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 clean:

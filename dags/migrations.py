@@ -139,6 +139,9 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
         # event (apache/airflow#72716); a retry looks once before deferring. Real failures never retry.
         wait = {"plan_path": path, "wait_timeout_s": "{{ params.wait_timeout_s }}", "retries": 2,
                 "retry_delay": timedelta(seconds=2)}
+        # A cutover step killed mid-task (its worker lost) is retried: run again, it repeats nothing it did
+        # (mirror_engine.switched). Its refusals are AirflowFailException, never retried.
+        retried = {"retries": 2, "retry_delay": timedelta(seconds=2)}
         with TaskGroup("preflight"):
             clusters = ClustersAnswerSensor(task_id="clusters_answer", trigger_rule="all_success", **wait)
             preflight = PreflightOperator(task_id="check", plan_path=path, trigger_rule="all_success")
@@ -171,13 +174,13 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
             groups = groups_to_switch()
             fenced = FenceGroupOperator.partial(
                 task_id="fence", plan_path=path, fence="{{ params.fence }}",
-                map_index_template="{{ task.group }}").expand(group=groups)
+                map_index_template="{{ task.group }}", **retried).expand(group=groups)
             group_ready = GroupReadySensor.partial(
                 task_id="ready", fence="{{ params.fence }}", map_index_template="{{ task.group }}",
                 **wait).expand(group=groups)
             switched = SwitchGroupOperator.partial(
                 task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
-                map_index_template="{{ task.group }}").expand(group=groups)
+                map_index_template="{{ task.group }}", **retried).expand(group=groups)
             fenced >> group_ready >> switched
         with TaskGroup("switch_producers"):
             @task(task_id="topics")
@@ -189,7 +192,7 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                 task_id="ready", idle_s="{{ params.producer_idle_s }}", map_index_template="{{ task.topic }}",
                 **wait).expand(topic=topics)
             producers = SwitchProducersOperator.partial(
-                task_id="switch", plan_path=path, map_index_template="{{ task.topic }}").expand(topic=topics)
+                task_id="switch", plan_path=path, map_index_template="{{ task.topic }}", **retried).expand(topic=topics)
             topic_ready >> producers
         with TaskGroup("finish"):
             finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)

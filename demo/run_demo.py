@@ -22,6 +22,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from quiet import Quiet  # demo/quiet.py, beside this script
 
 from kafka_local.cluster import KafkaCluster, start_pair
 
@@ -93,16 +94,20 @@ def live_traffic(source: KafkaCluster, seconds: float) -> list[threading.Thread]
     return threads
 
 
-def run_step(title: str, command: list[str], env: dict[str, str], tail: int = 25) -> None:
+def run_step(title: str, command: list[str], env: dict[str, str], say=None, show: int = 0, head: int = 0) -> None:
+    """Run a step: its whole output goes to stdout (the log), its title, first `head` and last `show` lines to
+    `say`."""
     print(f"\n== {title}\n$ {' '.join(command)}", flush=True)
     result = subprocess.run(command, env=env, capture_output=True, text=True)
-    lines = [line for line in (result.stdout + result.stderr).splitlines() if not line.startswith("%")]
-    print("\n".join(lines[-tail:]))
+    print(result.stdout + result.stderr, flush=True)
+    if say is not None:
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        say(f"== {title}" + "".join(f"\n   {line}" for line in lines[:head] + (lines[-show:] if show else [])))
     if result.returncode != 0:
-        raise SystemExit(f"step failed: {title}")
+        raise SystemExit(f"step failed: {title} (its output is in the log)")
 
 
-def compare(source: KafkaCluster, target: KafkaCluster) -> bool:
+def compare(source: KafkaCluster, target: KafkaCluster, say=print) -> bool:
     """Per partition: the same records (key, value, headers, timestamp) in the same order on both sides."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
@@ -119,64 +124,125 @@ def compare(source: KafkaCluster, target: KafkaCluster) -> bool:
                     return records
 
     clean = True
-    print(f"\n== check\n{'topic':<10} {'partition':>9} {'source':>8} {'target':>8}  result")
+    say(f"\n== partition check\n{'topic':<10} {'partition':>9} {'source':>8} {'target':>8}  result")
     for topic, partitions in DEMO_TOPICS.items():
         for partition in range(partitions):
             source_records, target_records = read(source, topic, partition), read(target, topic, partition)
             same = source_records == target_records
             clean &= same
-            print(f"{topic:<10} {partition:>9} {len(source_records):>8} {len(target_records):>8}  "
-                  f"{'identical' if same else 'DIFFERENT'}")
+            say(f"{topic:<10} {partition:>9} {len(source_records):>8} {len(target_records):>8}  "
+                f"{'identical' if same else 'DIFFERENT'}")
     return clean
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="kafka-migration-demo-") as workdir:
-        print("starting local source and target clusters ...", flush=True)
-        started = time.monotonic()
-        source, target = start_pair(Path(workdir))
-        try:
-            print(f"  source {source.bootstrap}, target {target.bootstrap} ({time.monotonic() - started:.1f} s)")
-            counts = load_source(source)
-            print(f"loaded the source: {counts}")
-            env = airflow_env(source, target)
-            env["MIRROR_SOURCE_BOOTSTRAP"], env["MIRROR_TARGET_BOOTSTRAP"] = source.bootstrap, target.bootstrap
-            bin_dir = Path(sys.executable).parent
-            run_step("Airflow reaches both clusters", [str(bin_dir / "airflow"), "dags", "test", "kafka_cluster_smoke"],
-                     env, tail=3)
-            traffic = live_traffic(source, seconds=40)
-            print("\n== the migration DAG (dag.test()), while producers and consumers run on the source", flush=True)
-            os.environ.update(env)  # connections for Airflow, in this process
-            from airflow.dag_processing.dagbag import DagBag
+    log_path = ROOT / "reports" / "demo.log"
+    quiet = Quiet(log_path)
+    say = quiet.say
+    outcome = 1
+    try:
+        with tempfile.TemporaryDirectory(prefix="kafka-migration-demo-") as workdir:
+            say("starting local source and target clusters ...")
+            started = time.monotonic()
+            source, target = start_pair(Path(workdir))
+            try:
+                say(f"  source {source.bootstrap}, target {target.bootstrap} ({time.monotonic() - started:.1f} s)")
+                counts = load_source(source)
+                say(f"loaded the source: {counts}")
+                env = airflow_env(source, target)
+                env["MIRROR_SOURCE_BOOTSTRAP"], env["MIRROR_TARGET_BOOTSTRAP"] = source.bootstrap, target.bootstrap
+                bin_dir = Path(sys.executable).parent
+                run_step("Airflow reaches both clusters",
+                         [str(bin_dir / "airflow"), "dags", "test", "kafka_cluster_smoke"], env)
+                say("Airflow reaches both clusters")
+                traffic = live_traffic(source, seconds=40)
+                say("the migration DAG (dag.test()), while producers and consumers run on the source; stages:")
+                outcome = migrate(env, source, target, traffic, say)
+            finally:
+                source.stop()
+                target.stop()
+    finally:
+        quiet.close()
+        say(f"\nthe full log (Spark plans, Airflow task logs, client lines): {log_path}")
+        say("the same migration in the Airflow UI and the cockpit: make demo-ui (README: Airflow by hand)")
+        say("demo finished: every record copied in order, both groups switched exactly, producers switched."
+            if outcome == 0 else "demo FAILED: see the lines above and the full log.")
+    return outcome
 
-            dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("kafka_migration__demo")
-            run = dag.test(run_conf={"producer_topics": ["orders", "payments"]})
-            for thread in traffic:
-                thread.join()
-            print("\n== stages")
-            for ti in sorted(run.get_task_instances(), key=lambda ti: (ti.start_date is None, ti.start_date)):
-                suffix = f"[{ti.map_index}]" if ti.map_index >= 0 else ""
-                print(f"  {ti.task_id + suffix:<32} {ti.state}")
-            if str(run.state) != "success":
-                raise SystemExit(f"the migration DAG ended {run.state}")
-            reports = sorted((Path(env.get("AIRFLOW_HOME", ".")) / "reports").glob("validation-demo-*.json"))
-            if reports:
-                report = json.loads(reports[-1].read_text())
-                print(f"\n== validation: {'clean' if report['clean'] else 'NOT CLEAN'} {report['totals']}")
-                print(f"   page: {reports[-1].with_suffix('.html')}")
-            target_admin = AdminClient(target.client_config())
-            from mirror_engine.groups import committed_offsets
 
-            for group in ("billing", "shipping"):
-                print(f"== {group} on the target: {dict(sorted(committed_offsets(target_admin, group).items()))}")
-            if not compare(source, target):
-                print("the target differs from the source", file=sys.stderr)
-                return 1
-            print("\ndemo finished: every record copied in order, both groups switched exactly, producers switched.")
-            return 0
-        finally:
-            source.stop()
-            target.stop()
+def migrate(env: dict[str, str], source: KafkaCluster, target: KafkaCluster, traffic: list[threading.Thread],
+            say) -> int:
+    """The DAG run, its stages printed as they end, then the validation, the groups' offsets and the check."""
+    os.environ.update(env)  # connections for Airflow, in this process
+    from airflow.dag_processing.dagbag import DagBag
+
+    from mirror_engine.groups import committed_offsets
+
+    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("kafka_migration__demo")
+    watcher = StageWatcher(dag.dag_id, say)
+    watcher.start()
+    try:
+        run = dag.test(run_conf={"producer_topics": ["orders", "payments"]})
+    finally:
+        watcher.stop()
+    for thread in traffic:
+        thread.join()
+    watcher.report(run.get_task_instances())
+    if str(run.state) != "success":
+        say(f"the migration DAG ended {run.state}")
+        return 1
+    reports = sorted((Path(env.get("AIRFLOW_HOME", ".")) / "reports").glob("validation-demo-*.json"))
+    if reports:
+        report = json.loads(reports[-1].read_text())
+        say(f"\n== validation: {'clean' if report['clean'] else 'NOT CLEAN'} {report['totals']}")
+        say(f"   page: {reports[-1].with_suffix('.html')}")
+    target_admin = AdminClient(target.client_config())
+    say("\n== the groups' offsets on the target")
+    for group in ("billing", "shipping"):
+        say(f"{group}: {dict(sorted(committed_offsets(target_admin, group).items()))}")
+    return 0 if compare(source, target, say) else 1
+
+
+class StageWatcher(threading.Thread):
+    """Prints each task of the newest run of the DAG as it ends (read from Airflow's database every 2 s)."""
+
+    def __init__(self, dag_id: str, say) -> None:
+        super().__init__(daemon=True)
+        self.dag_id, self.say, self.halt, self.shown = dag_id, say, threading.Event(), set()
+        self.started = time.monotonic()
+
+    def run(self) -> None:
+        while not self.halt.wait(2):
+            try:
+                self.report(self._task_instances())
+            except Exception:  # the database is busy with the run: look again
+                continue
+
+    def _task_instances(self) -> list:
+        from airflow.models import DagRun, TaskInstance
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            run = session.query(DagRun).filter(DagRun.dag_id == self.dag_id).order_by(DagRun.id.desc()).first()
+            if run is None:
+                return []
+            tis = session.query(TaskInstance).filter(TaskInstance.dag_id == self.dag_id,
+                                                     TaskInstance.run_id == run.run_id).all()
+            session.expunge_all()
+            return tis
+
+    def report(self, tis: list) -> None:
+        ended = ("success", "failed", "skipped", "upstream_failed")
+        for ti in sorted(tis, key=lambda ti: (ti.end_date is None, ti.end_date)):
+            suffix = f"[{ti.rendered_map_index or ti.map_index}]" if ti.map_index >= 0 else ""
+            key = (ti.task_id, ti.map_index)
+            if str(ti.state) in ended and key not in self.shown:
+                self.shown.add(key)
+                self.say(f"  {ti.task_id + suffix:<32} {ti.state!s:<10} {time.monotonic() - self.started:6.0f} s")
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(10)
 
 
 if __name__ == "__main__":

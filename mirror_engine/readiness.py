@@ -27,6 +27,7 @@ from mirror_engine.groups import GroupError, committed_offsets, describe_group
 from mirror_engine.internal_topics import is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.status import flow_problems
+from mirror_engine.switched import group_already_switched
 from mirror_engine.topics import list_offsets
 
 TopicPartitionKey = tuple[str, int]
@@ -271,6 +272,10 @@ class GroupReadyToSwitch(ReadinessCheck):
             return Readiness(False, "", failed=f"{group!r} is a replication engine's own group: it is never switched")
         try:
             if describe_group(watch.target_admin, group).active:
+                if not describe_group(watch.source_admin, group).active and group_already_switched(
+                        self.plan, self.target_config, group, committed_offsets(watch.source_admin, group)):
+                    return Readiness(True, f"group {group}: already switched to the target (its stored report "
+                                     "proves it): nothing to wait for", detail={"group": group})
                 return Readiness(False, "", failed=f"group {group!r} already has active members on the target")
             if self.fence and not _acl_in_force(watch.source_admin, group_fence(group)):
                 problem = fence_problem(watch.source_admin, self.plan.source.alias, f"group '{group}'", RUN_FENCE)

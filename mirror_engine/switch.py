@@ -32,6 +32,7 @@ from mirror_engine.groups import commit_offsets, committed_offsets, describe_gro
 from mirror_engine.internal_topics import is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.reports import ReportStore
+from mirror_engine.switched import group_already_switched, stored_report
 from mirror_engine.topic_tail import SHORT_FETCH_WAIT, assign_known, consume_available
 from mirror_engine.topics import list_offsets
 
@@ -172,6 +173,14 @@ class GroupSwitchReport:
     committed_s: float  # from the group being empty on the old side to its offsets committed on the new side
     switch_s: float  # ... and verified
     partitions: list[PartitionSwitch] = field(default_factory=list)
+    repeated: bool = False  # the switch was finished before: this run changed nothing and gives its proof
+
+    @classmethod
+    def from_dict(cls, stored: dict, repeated: bool = False) -> GroupSwitchReport:
+        """The report as stored (`to_json`), e.g. read back from the flow's reports topic."""
+        fields = {k: v for k, v in stored.items() if k in cls.__dataclass_fields__ and k != "partitions"}
+        partitions = [PartitionSwitch(**row) for row in stored.get("partitions", [])]
+        return cls(**{**fields, "repeated": repeated}, partitions=partitions)
 
     @property
     def ok(self) -> bool:
@@ -181,7 +190,8 @@ class GroupSwitchReport:
         return json.dumps({**asdict(self), "ok": self.ok}, indent=2)
 
     def render(self) -> str:
-        head = (f"group {self.group} switched {self.direction}{' (source fenced)' if self.fenced else ''}: "
+        head = (f"group {self.group} {'was already ' if self.repeated else ''}switched {self.direction}"
+                f"{' (source fenced)' if self.fenced else ''}{' (nothing changed now)' if self.repeated else ''}: "
                 f"{'verified' if self.ok else 'NOT VERIFIED'}; waited {self.wait_empty_s:.1f} s for the group to "
                 f"stop, {self.wait_copied_s:.1f} s for the copy; offsets committed after {self.committed_s:.2f} s, "
                 f"verified after {self.switch_s:.2f} s")
@@ -231,6 +241,9 @@ class GroupSwitcher:
         timeout = timeout_s or self.plan.cutover.wait_timeout_s
         if is_engine_group(group):
             raise SwitchError(f"{group!r} is a replication engine's own group: it is never switched")
+        done = self.already_switched(group)
+        if done is not None:  # a retried or cleared switch: committing again would move the group back
+            return done
         if describe_group(self.target_admin, group).active:
             raise SwitchError(f"group {group!r} already has active members on the target: nothing was changed")
         if fence:
@@ -263,6 +276,15 @@ class GroupSwitcher:
                                    wait_copied, committed_s, time.monotonic() - switch_started, partitions)
         self._store(report)
         return report
+
+    def already_switched(self, group: str) -> GroupSwitchReport | None:
+        """The stored report of `group`'s finished switch to the target while the group has not come back to the
+        source since (no members there, the offsets it was switched at), else None (see `switched`)."""
+        if not committed_offsets(self.target_admin, group) or describe_group(self.source_admin, group).active:
+            return None
+        stored = group_already_switched(self.plan, self.target_config, group,
+                                        committed_offsets(self.source_admin, group))
+        return None if stored is None else GroupSwitchReport.from_dict(stored, repeated=True)
 
     def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
         """Move `group` back to the source at the records it would have read next on the target, removing its fence
@@ -395,6 +417,13 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
     if metadata is None or metadata.error is not None:
         raise SwitchError(f"topic {topic!r} does not exist on the source")
     partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
+    control = ControlChannel(plan, target_config)
+    try:
+        control.load()
+    finally:
+        control.close()
+    if topic in control.switched_topics:  # a retried or cleared switch: prove it, change nothing
+        return _producers_already_switched(plan, source_admin, target_config, topic, partitions)
     if fence:
         problem = place_fence(source_admin, topic_write_fence(topic), plan.source.alias, f"topic '{topic}'",
                               fence_option)
@@ -427,6 +456,33 @@ def switch_producers(plan: MigrationPlan, source_config: dict[str, str], target_
     report = ProducerSwitchReport(topic, plan.policy().format_remote_topic(plan.source.alias, topic), fence, wait_idle,
                                   time.monotonic() - drained, {p: ends[(topic, p)] for p in copied},
                                   {p: int(c or 0) for p, c in copied.items()})
+    ReportStore(plan, target_config).put("producer-switch", topic, json.loads(report.to_json()))
+    return report
+
+
+def _producers_already_switched(plan: MigrationPlan, source_admin: AdminClient, target_config: dict[str, str],
+                                topic: str, partitions: list[TopicPartition]) -> ProducerSwitchReport:
+    """The report of a producer switch recorded before, once the source is seen to hold nothing the engines did
+    not copy before they stopped; SwitchError naming what it holds otherwise."""
+    ends = {p: end for (_t, p), end in list_offsets(source_admin, partitions, OffsetSpec.latest()).items()}
+    with FlowMapping(plan, target_config) as mapping:
+        mapping.refresh()
+        copied = {p: int(mapping.copied_position(topic, p) or 0) for p in ends}
+    behind = {p: (copied[p], end) for p, end in sorted(ends.items()) if copied[p] < end}
+    if behind:
+        raise SwitchError(
+            f"topic {topic} was switched to the target before (the engines no longer copy it), but the source "
+            f"holds {sum(end - c for c, end in behind.values()):,} record(s) written after the copy stopped ("
+            + ", ".join(f"{topic}[{p}] copied to {c:,} of {end:,}" for p, (c, end) in behind.items())
+            + "): a producer still writes to the source; move it to the target, and copy those records by hand "
+              "if they are needed. Nothing was changed")
+    stored = stored_report(plan, target_config, "producer-switch", topic)
+    if stored is not None and stored.get("end_offsets") == {str(p): e for p, e in ends.items()}:
+        fields = {k: v for k, v in stored.items() if k in ProducerSwitchReport.__dataclass_fields__}
+        return ProducerSwitchReport(**{**fields, "end_offsets": ends, "copied": copied})
+    # Stopped after the switch was recorded and before its report was: store it now.
+    report = ProducerSwitchReport(topic, plan.policy().format_remote_topic(plan.source.alias, topic), False, 0.0,
+                                  0.0, ends, copied)
     ReportStore(plan, target_config).put("producer-switch", topic, json.loads(report.to_json()))
     return report
 

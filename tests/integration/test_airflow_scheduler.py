@@ -28,6 +28,8 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirror_engine.groups import committed_offsets
+from mirror_engine.plan import load_plan
+from mirror_engine.reports import ReportStore
 from tests.integration.airflow_services import REPORTS, ROOT, AirflowServices
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics
@@ -240,6 +242,33 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
             time.sleep(2)
     finally:
         member.leave()
+
+
+def test_a_finished_migrations_switch_groups_cleared_runs_again_and_repeats_nothing(kafka_pair, deployment):
+    """The switch_groups stage of the finished run cleared (as a person would in the UI): it runs again and
+    succeeds without committing anything: the stored proof is the same, the group's offsets on the target too."""
+    _source, target = kafka_pair
+    services, dag_id, group = deployment.services, deployment.dag_id, deployment.group
+    runs = services.api("GET", f"/dags/{dag_id}/dagRuns?state=success")[1]["dag_runs"]
+    assert runs, "the migration run of the test before did not succeed"
+    run_id = runs[-1]["dag_run_id"]
+    store = ReportStore(load_plan(deployment.plan_file), target.client_config())
+    before = store.read("group-switch")[f"group-switch:{group}"]
+    offsets = committed_offsets(AdminClient(target.client_config()), group)
+    tasks = ["switch_groups.groups", "switch_groups.fence", "switch_groups.ready", "switch_groups.switch"]
+    status, body = services.api("POST", f"/dags/{dag_id}/clearTaskInstances", {
+        "dag_run_id": run_id, "task_ids": tasks, "only_failed": False, "dry_run": False,
+        "include_downstream": False, "include_upstream": False, "reset_dag_runs": True})
+    assert status == 200 and len(body["task_instances"]) >= 4, (status, body)
+    assert services.wait_for_run(dag_id, run_id, 300) == "success", services.task_instances(dag_id, run_id)
+    switch = next(ti for ti in services.task_instances(dag_id, run_id) if ti["task_id"] == "switch_groups.switch")
+    assert switch["try_number"] >= 2, switch
+    assert "was already switched" in services.task_log(dag_id, run_id, "switch_groups.switch", 0,
+                                                       switch["try_number"])
+    after = store.read("group-switch")[f"group-switch:{group}"]
+    store.close()
+    assert after["stored_ms"] == before["stored_ms"] and after["report"] == before["report"]
+    assert committed_offsets(AdminClient(target.client_config()), group) == offsets
 
 
 def test_backfill_form_triggers_with_only_its_plan_and_the_migration_form_reads_well(deployment):
