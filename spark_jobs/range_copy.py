@@ -79,21 +79,22 @@ class RangeCopier:
         """One Arrow batch (topic, partition, offset, key, value, headers, ts), in offset order per partition."""
         if batch.num_rows == 0:
             return
-        # No pyarrow.compute here: importing it (and the pandas it pulls in) costs a worker more than a batch.
+        # No pyarrow.compute nor to_numpy here: they import pandas, which costs a worker more than many batches.
         topics, partitions = batch.column("topic").to_pylist(), batch.column("partition").to_pylist()
-        keys = list(zip(topics, partitions, strict=True))
-        if keys.count(keys[0]) == len(keys):  # the usual case: a task reads one Kafka partition
-            self._copy_run(self._state(*keys[0]), batch)
+        rows = len(topics)
+        if topics.count(topics[0]) == rows and partitions.count(partitions[0]) == rows:
+            self._copy_run(self._state(topics[0], partitions[0]), batch)  # the usual case: one Kafka partition
             return
         import pyarrow as pa
 
+        keys = list(zip(topics, partitions, strict=True))
         for key in dict.fromkeys(keys):
             self._copy_run(self._state(*key), batch.filter(pa.array([k == key for k in keys])))
 
     def _copy_run(self, state: RangeState, batch: Any) -> None:
         import numpy as np
 
-        offsets = batch.column("offset").to_numpy()
+        offsets = int64_values(batch.column("offset"))
         steps = np.diff(offsets)
         if offsets[0] <= state.previous or (steps <= 0).any():
             raise RuntimeError(f"{state.topic}[{state.partition}]: rows out of offset order after {state.previous}")
@@ -134,6 +135,13 @@ class RangeCopier:
             raise RuntimeError(f"the target rejected backfilled records: {self.errors[:3]}")
         return [{"topic": s.topic, "partition": s.partition, "records": s.index, "written": s.written,
                  "syncs": s.syncs} for s in self.states.values()]
+
+
+def int64_values(column: Any) -> Any:
+    """A numpy view of a null-free int64 Arrow column (`to_numpy()` would import pandas into the worker)."""
+    import numpy as np
+
+    return np.frombuffer(column.buffers()[1], dtype=np.int64, count=len(column), offset=column.offset * 8)
 
 
 def header_lists(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
