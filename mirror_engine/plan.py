@@ -284,6 +284,9 @@ class ValidationSpec(_Strict):
     sample_fraction: Annotated[float, BeforeValidator(_in_range(0, 1, "", integer=False, low_excluded=True))] = 0.1
     report_dir: str = "reports"
     schedule: str | None = None
+    # A copy of at most this many source records is compared in the Airflow task itself, without a Spark
+    # application (whose start costs tens of seconds); 0 always submits to Spark.
+    in_process_max_records: _whole(0, _INT64_MAX, "records") = 500_000
 
     _schedule = field_validator("schedule")(_check_schedule)
 

@@ -19,15 +19,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from mirror_engine.copy_contract import SyncOnDelta, produce_when_room, target_producer_settings
 from mirror_engine.times import aware_time
 
 log = logging.getLogger("spark_jobs.backfill")
@@ -61,78 +59,6 @@ def parse_bound(value: str | None) -> int | datetime | None:
         return aware_time(value)  # the plan's engine.start_from follows the same rule
     except ValueError as error:
         raise ValueError(f"neither an offset nor a time with its zone: {error}") from None
-
-
-def copy_partition(rows: Iterator[Any], target_config: dict[str, str], plan_parts: dict[tuple[str, int], dict]
-                   ) -> Iterator[dict]:
-    """The Spark task: copy one source partition's rows (in offset order) to its target partition.
-
-    Counts the records the target already holds beyond the range's target start first, skips that many
-    rows, and writes the rest. The offset-syncs follow from the rows alone: the i-th row of the range
-    lands at target_start + i.
-    """
-    producer: Producer | None = None
-    errors: list[str] = []
-    state: dict[tuple[str, int], dict] = {}
-    for row in rows:
-        key = (row["topic"], row["partition"])
-        part = state.get(key)
-        if part is None:
-            info = plan_parts[key]
-            consumer = Consumer({**target_config, "group.id": "mirror-engine-backfill"})
-            _low, high = consumer.get_watermark_offsets(TopicPartition(info["target_topic"], key[1]), timeout=30)
-            consumer.close()
-            # The records already on the target past the range's start are its first records (the copy contract).
-            part = state[key] = {**info, "index": 0, "sync_rule": SyncOnDelta(), "syncs": [], "written": 0,
-                                 "already": max(0, high - info["target_start"]), "previous": -1}
-            if producer is None:
-                producer = Producer(target_producer_settings(target_config, linger_ms=20, compression="lz4",
-                                                             batch_bytes=1_048_576))
-        offset = row["offset"]
-        if offset <= part["previous"]:
-            raise RuntimeError(f"{key[0]}[{key[1]}]: rows out of offset order ({part['previous']} then {offset})")
-        part["previous"] = offset
-        target_offset = part["target_start"] + part["index"]
-        if part["sync_rule"].due(offset, target_offset):
-            part["syncs"].append((offset, target_offset))
-        if part["index"] >= part["already"]:
-            headers = [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or []]
-            produce_when_room(producer, part["target_topic"], None if row["value"] is None else bytes(row["value"]),
-                              None if row["key"] is None else bytes(row["key"]), key[1],
-                              lambda error, _message: error is not None and errors.append(error.str()),
-                              row["ts"], headers)
-            part["written"] += 1
-        part["index"] += 1
-    if producer is not None and producer.flush(300):
-        errors.append("records still unacknowledged after 300 s")
-    if errors:
-        raise RuntimeError(f"the target rejected backfilled records: {errors[:3]}")
-    for (topic, partition), part in state.items():
-        yield {"topic": topic, "partition": partition, "records": part["index"], "written": part["written"],
-               "syncs": part["syncs"]}
-
-
-SUMMARY_SCHEMA = "topic string, partition int, records long, written long, syncs string"
-
-
-def copy_arrow_batches(batches: Iterator[Any], target_config: dict[str, str],
-                       plan_parts: dict[tuple[str, int], dict]) -> Iterator[Any]:
-    """`copy_partition` over Arrow record batches; yields one summary batch (syncs as JSON)."""
-    import pyarrow as pa
-
-    def rows() -> Iterator[dict]:
-        for batch in batches:
-            columns = batch.to_pydict()
-            names = list(columns)
-            for values in zip(*(columns[name] for name in names), strict=True):
-                yield dict(zip(names, values, strict=True))
-
-    summaries = list(copy_partition(rows(), target_config, plan_parts))
-    yield pa.RecordBatch.from_pylist(
-        [{**s, "syncs": json.dumps(s["syncs"])} for s in summaries],
-        schema=pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("records", pa.int64()),
-                          ("written", pa.int64()), ("syncs", pa.string())]),
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         columns = records.select("topic", "partition", "offset", "key", "value", "headers",
                                  F.unix_millis("timestamp").alias("ts"))
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
-        from spark_jobs.backfill import copy_arrow_batches as task
+        from spark_jobs.range_copy import SUMMARY_SCHEMA
+        from spark_jobs.range_copy import copy_arrow_batches as task
 
         # No shuffle: each Spark partition is one Kafka partition, read in offset order, handed to Python as
         # Arrow batches (far cheaper than Row objects).

@@ -3,7 +3,8 @@
 Reads the copied range of every partition on both clusters (the engine's stored progress says how far
 it copied), compares fingerprints of key, value, headers and timestamp, and writes a JSON report (for
 the DAG) and an HTML page (for people) to the plan's `validation.report_dir`. Exits 1 when the copy is
-not clean, 2 on a bad plan.
+not clean, 2 on a bad plan. `--in-process` compares without Spark, in this process (`validate_local.py`),
+as the DAG does for a copy below `validation.in_process_max_records`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -23,6 +25,7 @@ from mirror_engine.reports import ReportStore
 from mirror_engine.topics import describe_topic_configs, list_offsets
 from spark_jobs.validation import (
     PartitionRange,
+    ValidationReport,
     compare,
     fingerprinted,
     kafka_options,
@@ -67,6 +70,14 @@ def log_append_time_topics(target_config: dict[str, str], ranges: list[Partition
                      if any(e.name == "message.timestamp.type" and e.value == "LogAppendTime" for e in configs))
 
 
+def copied_record_count(plan: MigrationPlan, topics: set[str] | None = None) -> int:
+    """How many source records a validation of the plan would compare now (the target holds as many)."""
+    source_config, target_config = plan.client_configs()
+    with FlowMapping(plan, target_config) as mapping:
+        mapping.refresh()
+        return sum(r.source_end - r.source_start for r in copied_ranges(plan, mapping, source_config, topics))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plan", required=True)
@@ -75,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fraction", type=float, help="sample mode: fraction of records, chosen by content")
     parser.add_argument("--report-dir", help="default: the plan's validation.report_dir")
     parser.add_argument("--master", help="Spark master when not run by spark-submit (default local[2])")
+    parser.add_argument("--in-process", action="store_true",
+                        help="compare in this process without Spark (for a small copy)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -92,29 +105,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: plan '{plan.name}' has copied nothing yet: nothing to validate", file=sys.stderr)
             return 1
 
-        from spark_jobs.session import build_session
-
-        spark = build_session(f"validate-{plan.name}", master=args.master)
         started = time.monotonic()
-        source_ranges: dict[str, dict[int, tuple[int, int]]] = {}
-        target_ranges: dict[str, dict[int, tuple[int, int]]] = {}
-        for r in ranges:
-            source_ranges.setdefault(r.topic, {})[r.partition] = (r.source_start, r.source_end)
-            target_ranges.setdefault(r.target_topic, {})[r.partition] = (r.target_start, r.target_end)
-        labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
-        source = read_ranges(spark, kafka_options(source_config), source_ranges, labels)
-        target = read_ranges(spark, kafka_options(target_config), target_ranges, labels)
-        untimed = log_append_time_topics(target_config, ranges)
-        untimestamped = untimestamped_topics(source) if source is not None else frozenset()
-        untimed |= untimestamped
-        if source is None or target is None:
-            empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long, occ int")
-            source_fp = fingerprinted(source, untimed) if source is not None else empty
-            target_fp = fingerprinted(target, untimed) if target is not None else empty
+        if args.in_process:
+            from spark_jobs.validate_local import compare_in_process
+
+            report = compare_in_process(ranges, source_config, target_config, mapping.translate, plan.name, mode,
+                                        fraction, log_append_time_topics(target_config, ranges))
         else:
-            source_fp, target_fp = fingerprinted(source, untimed), fingerprinted(target, untimed)
-        report = compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
-                         mapping.translate, plan.name, mode, fraction, untimed, untimestamped)
+            report = _compare_with_spark(ranges, source_config, target_config, mapping.translate, plan.name, mode,
+                                         fraction, args.master)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")
@@ -130,6 +129,35 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {partition.topic}[{partition.partition}]: {partition.summary()}")
     print(f"report: {json_path}\npage:   {html_path}\nstored: {stored} on the target")
     return 0 if report.clean else 1
+
+
+def _compare_with_spark(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
+                        translate: Callable[[str, int, int], int | None], plan_name: str, mode: str, fraction: float,
+                        master: str | None) -> ValidationReport:
+    from spark_jobs.session import build_session
+
+    spark = build_session(f"validate-{plan_name}", master=master)
+    source_ranges: dict[str, dict[int, tuple[int, int]]] = {}
+    target_ranges: dict[str, dict[int, tuple[int, int]]] = {}
+    for r in ranges:
+        source_ranges.setdefault(r.topic, {})[r.partition] = (r.source_start, r.source_end)
+        target_ranges.setdefault(r.target_topic, {})[r.partition] = (r.target_start, r.target_end)
+    labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
+    # Every core reads, also when there are fewer partitions than cores: Spark splits them into offset ranges.
+    cores = spark.sparkContext.defaultParallelism
+    source = read_ranges(spark, kafka_options(source_config), source_ranges, labels, cores)
+    target = read_ranges(spark, kafka_options(target_config), target_ranges, labels, cores)
+    untimed = log_append_time_topics(target_config, ranges)
+    untimestamped = untimestamped_topics(source) if source is not None else frozenset()
+    untimed |= untimestamped
+    if source is None or target is None:
+        empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long")
+        source_fp = fingerprinted(source, untimed) if source is not None else empty
+        target_fp = fingerprinted(target, untimed) if target is not None else empty
+    else:
+        source_fp, target_fp = fingerprinted(source, untimed), fingerprinted(target, untimed)
+    return compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
+                   translate, plan_name, mode, fraction, untimed, untimestamped)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Record-level validation of a copy: the functions behind `spark_jobs/validate.py`.
 
-Both sides are read with Spark's Kafka source over the copied ranges only. Every record gets a
-fingerprint of its key, value, headers and timestamp (Spark's built-in `xxhash64`, no Python UDF),
-and an occurrence number among equal fingerprints of its partition. Records pair by (partition,
-fingerprint, occurrence): a source record without a pair is missing on the target, a target record
-without a pair is extra (a duplicate when its fingerprint is on the source). A missing and an extra
-record at the same place (the source offset translates to the target offset) are one changed record.
-Pairs whose target offsets run backwards against their source order are out of order. Only the
-mismatches (bounded per partition) reach the driver.
+Both sides are read once with Spark's Kafka source over the copied ranges only. Every record gets a
+fingerprint of its key, value, headers and timestamp in the JVM (Spark's built-in `xxhash64`, no Python
+UDF). The (offset, fingerprint) rows of both sides meet in one shuffle, grouped by partition, where
+`record_pairing` pairs them by (fingerprint, occurrence among equal fingerprints): a source record without
+a pair is missing on the target, a target record without a pair is extra (a duplicate when its
+fingerprint is on the source). A missing and an extra record at the same place (the source offset
+translates to the target offset) are one changed record. Pairs whose target offsets run backwards against
+their source order are out of order. Only the mismatches (bounded per partition) reach the driver.
 
 A target topic with `message.timestamp.type=LogAppendTime` cannot keep the source's timestamps: its broker
 stamps every record with its own append time. Its records are compared by key, value and headers (on both
@@ -21,12 +21,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mirror_engine.jaas_config import render_jaas_config
+from spark_jobs.record_pairing import FINDINGS_SCHEMA, PartitionFindings
 
 FIRST_FEW = 5  # offsets listed per kind of problem and partition
+# Spark's Kafka source polls 500 records and fetches 1 MiB per partition by default: on small records that is
+# a poll per few KiB. Larger polls and fetches read a range in fewer round trips (bench/README.md).
+FETCH_OPTIONS = {"kafka.max.poll.records": "10000", "kafka.max.partition.fetch.bytes": str(8 << 20),
+                 "kafka.fetch.max.bytes": str(64 << 20)}
 MAX_MISMATCHES = 10_000  # mismatched records per partition brought to the driver
 
 
@@ -120,15 +125,19 @@ def kafka_options(client_config: dict[str, str]) -> dict[str, str]:
 
 
 def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, dict[int, tuple[int, int]]],
-                topic_label: dict[str, str]) -> DataFrame | None:
-    """Records of {topic: {partition: (start, end)}}, each labelled with `topic_label[topic]` as `topic`."""
+                topic_label: dict[str, str], min_partitions: int | None = None) -> DataFrame | None:
+    """Records of {topic: {partition: (start, end)}}, each labelled with `topic_label[topic]` as `topic`.
+
+    One Spark partition per Kafka partition, in offset order; with `min_partitions`, Spark splits the
+    larger Kafka partitions into offset ranges until there are that many (for readers that need no order
+    across the whole partition, such as validation, when there are fewer partitions than cores)."""
     frames = []
     for topic, partitions in sorted(ranges.items()):
         wanted = {p: r for p, r in partitions.items() if r[1] > r[0]}
         if not wanted:
             continue
         frame = (
-            spark.read.format("kafka").options(**options)
+            spark.read.format("kafka").options(**FETCH_OPTIONS).options(**options)
             .option("assign", json.dumps({topic: sorted(wanted)}))
             .option("startingOffsets", json.dumps({topic: {str(p): r[0] for p, r in wanted.items()}}))
             .option("endingOffsets", json.dumps({topic: {str(p): r[1] for p, r in wanted.items()}}))
@@ -136,6 +145,7 @@ def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, 
             # Records deleted from a range (retention, or lost on the target) are what validation reports as
             # missing or extra, not a reason to fail the job.
             .option("failOnDataLoss", "false")
+            .options(**({"minPartitions": str(min_partitions)} if min_partitions else {}))
             .load()
             .withColumn("topic", F.lit(topic_label[topic]))
         )
@@ -149,7 +159,7 @@ def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, 
 
 
 def fingerprinted(records: DataFrame, untimed_topics: frozenset[str] = frozenset()) -> DataFrame:
-    """topic, partition, offset, fp, occ. Null flags are hashed too: xxhash64 skips null inputs, which would
+    """topic, partition, offset, fp. Null flags are hashed too: xxhash64 skips null inputs, which would
     make a null key with value v hash like key v with a null value. Records of `untimed_topics` (a LogAppendTime
     target) are fingerprinted without their timestamp, on both sides."""
     timestamp = F.col("timestamp")
@@ -159,9 +169,7 @@ def fingerprinted(records: DataFrame, untimed_topics: frozenset[str] = frozenset
         F.col("key"), F.col("key").isNull(), F.col("value"), F.col("value").isNull(),
         F.coalesce(F.col("headers"), F.array()), timestamp,
     )
-    occurrence = Window.partitionBy("topic", "partition", "fp").orderBy("offset")
-    return (records.select("topic", "partition", "offset", fp.alias("fp"))
-            .withColumn("occ", F.row_number().over(occurrence)))
+    return records.select("topic", "partition", "offset", fp.alias("fp"))
 
 
 def sample_by_content(records: DataFrame, fraction: float) -> DataFrame:
@@ -191,56 +199,43 @@ def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
             translate: Callable[[str, int, int], int | None], plan: str, mode: str,
             fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset(),
             untimestamped: frozenset[str] = frozenset()) -> ValidationReport:
-    src = source.select("topic", "partition", F.col("offset").alias("s_off"), "fp", "occ")
-    tgt = target.select("topic", "partition", F.col("offset").alias("t_off"), "fp", "occ")
-    joined = src.join(tgt, ["topic", "partition", "fp", "occ"], "full_outer").cache()
+    """Pair the fingerprinted records of both sides per partition (one shuffle) and build the report."""
+    # Imported by name so Spark ships a reference to the function, not a copy of its module.
+    from spark_jobs.record_pairing import pair_groups as pair
 
+    sides = (source.select("topic", "partition", "offset", "fp", F.lit(0).cast("byte").alias("side"))
+             .unionByName(target.select("topic", "partition", "offset", "fp", F.lit(1).cast("byte").alias("side"))))
+    limit = MAX_MISMATCHES
+    findings = sides.groupBy("topic", "partition").applyInArrow(lambda table: pair(table, limit),
+                                                                FINDINGS_SCHEMA).collect()
     results = {(r.topic, r.partition): PartitionResult(r.topic, r.partition) for r in ranges}
-    for row in src.groupBy("topic", "partition").count().collect():
-        results[(row["topic"], row["partition"])].source_records = row["count"]
-    for row in tgt.groupBy("topic", "partition").count().collect():
-        results[(row["topic"], row["partition"])].target_records = row["count"]
-
-    by_source_order = Window.partitionBy("topic", "partition").orderBy("s_off")
-    reordered = (joined.where(F.col("s_off").isNotNull() & F.col("t_off").isNotNull())
-                 .withColumn("previous_t", F.lag("t_off").over(by_source_order))
-                 .where(F.col("previous_t") > F.col("t_off")))
-    source_fps = src.select("topic", "partition", "fp").distinct().withColumn("on_source", F.lit(True))
-    mismatches = (
-        joined.where(F.col("s_off").isNull() | F.col("t_off").isNull())
-        .join(source_fps, ["topic", "partition", "fp"], "left")
-        .withColumn("n", F.row_number().over(Window.partitionBy("topic", "partition")
-                                             .orderBy(F.coalesce("s_off", "t_off"))))
-        .where(F.col("n") <= MAX_MISMATCHES)
-    )
-    missing: dict[tuple[str, int], list[int]] = {}
-    extra: dict[tuple[str, int], list[tuple[int, bool]]] = {}
-    for row in mismatches.collect():
-        key = (row["topic"], row["partition"])
-        if row["t_off"] is None:
-            missing.setdefault(key, []).append(row["s_off"])
-        else:
-            extra.setdefault(key, []).append((row["t_off"], bool(row["on_source"])))
-    for row in reordered.select("topic", "partition", "s_off").collect():
-        results[(row["topic"], row["partition"])].out_of_order.append(row["s_off"])
-    joined.unpersist()
-
-    for key, result in results.items():
-        extras = dict(sorted(extra.get(key, [])))
-        for source_offset in sorted(missing.get(key, [])):
-            target_offset = translate(key[0], key[1], source_offset)
-            if target_offset in extras and not extras[target_offset]:
-                del extras[target_offset]  # a record at the same place with other content: changed
-                result.changed.append((source_offset, target_offset))
-            else:
-                result.missing.append(source_offset)
-        result.extra = sorted(extras)
-        result.duplicates = sum(1 for on_source in extras.values() if on_source)
-        result.out_of_order.sort()
+    for row in findings:
+        found = PartitionFindings(row["source_records"], row["target_records"], row["missing"], row["extra"],
+                                  row["extra_on_source"], row["out_of_order"])
+        results[(row["topic"], row["partition"])] = result_from_findings(row["topic"], row["partition"], found,
+                                                                         translate)
     ordered = [results[k] for k in sorted(results)]
     targets = {r.topic: r.target_topic for r in ranges}
     notes = [untimed_note(topic, targets.get(topic, topic), topic in untimestamped) for topic in sorted(untimed_topics)]
     return ValidationReport(plan, mode, ordered, fraction, notes)
+
+
+def result_from_findings(topic: str, partition: int, found: PartitionFindings,
+                         translate: Callable[[str, int, int], int | None]) -> PartitionResult:
+    """A partition's result: a missing record whose place on the target holds a foreign record is changed."""
+    result = PartitionResult(topic, partition, found.source_records, found.target_records)
+    extras = dict(zip(found.extra, found.extra_on_source, strict=True))
+    for source_offset in found.missing:
+        target_offset = translate(topic, partition, source_offset)
+        if target_offset in extras and not extras[target_offset]:
+            del extras[target_offset]  # a record at the same place with other content: changed
+            result.changed.append((source_offset, target_offset))
+        else:
+            result.missing.append(source_offset)
+    result.extra = sorted(extras)
+    result.duplicates = sum(1 for on_source in extras.values() if on_source)
+    result.out_of_order = sorted(found.out_of_order)
+    return result
 
 
 # ------------------------------------------------------------------ the page a person opens

@@ -68,9 +68,10 @@ def test_backfill_and_validation_benchmark_runs_at_a_tiny_size():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "backfill_validation.py"), "--records", "4000"],
                             capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    jobs = [line.split()[0:2] for line in result.stdout.splitlines()
-            if line.startswith(("engine copy", "spark backfill", "spark validation"))]
-    assert [" ".join(job) for job in jobs] == ["engine copy", "spark backfill", "spark validation"]
+    jobs = [" ".join(line.split()[0:2]) for line in result.stdout.splitlines()
+            if line.startswith(("engine copy (", "backfill local", "validation local", "validation in-process"))]
+    assert jobs == ["engine copy", "backfill local[1]", "validation local[1]", "engine copy", "backfill local[2]",
+                    "validation local[2]", "validation in-process"], result.stdout
 
 
 def test_mirror_maker_comparison_runs_at_a_tiny_size():

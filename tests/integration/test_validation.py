@@ -32,11 +32,12 @@ def _records(count: int) -> list[tuple]:
             for i in range(count)]
 
 
-def _validate(plan_data: dict, tmp_path) -> tuple[int, dict]:
+def _validate(plan_data: dict, tmp_path, in_process: bool = False) -> tuple[int, dict]:
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan_data))
     reports = tmp_path / "reports"
-    status = validate.main(["--plan", str(plan_file), "--report-dir", str(reports)])
+    status = validate.main(["--plan", str(plan_file), "--report-dir", str(reports),
+                            *(["--in-process"] if in_process else [])])
     report = json.loads(next(reports.glob("*.json")).read_text())
     assert next(reports.glob("*.html")).read_text().count("<tr") == len(report["partitions"]) + 1
     # The same report is kept on the target, newest first among the plan's validations.
@@ -46,7 +47,12 @@ def _validate(plan_data: dict, tmp_path) -> tuple[int, dict]:
     return status, {row["partition"]: row for row in report["partitions"]}
 
 
-def test_a_correct_copy_is_clean(kafka_pair, spark, unique_name, tmp_path):
+# Spark, and the same comparison in the calling process (the DAG's way for a small copy): the same report.
+WAYS = [pytest.param(False, id="spark"), pytest.param(True, id="in-process")]
+
+
+@pytest.mark.parametrize("in_process", WAYS)
+def test_a_correct_copy_is_clean(kafka_pair, spark, unique_name, tmp_path, in_process):
     source, target = kafka_pair
     topic = f"{unique_name}-ok"
     create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
@@ -54,13 +60,14 @@ def test_a_correct_copy_is_clean(kafka_pair, spark, unique_name, tmp_path):
     data = plan_dict(source, target, topic)
     assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(
         max_seconds=120, until_caught_up=True).ok
-    status, rows = _validate(data, tmp_path)
+    status, rows = _validate(data, tmp_path, in_process)
     assert status == 0, rows
     assert sum(row["source_records"] for row in rows.values()) == 2000
     assert all(row["clean"] and row["source_records"] == row["target_records"] for row in rows.values())
 
 
-def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, unique_name, tmp_path):
+@pytest.mark.parametrize("in_process", WAYS)
+def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, unique_name, tmp_path, in_process):
     """The target copy is written by hand with one damage per partition; the flow's mapping says it is exact."""
     source, target = kafka_pair
     topic = f"{unique_name}-damaged"
@@ -89,7 +96,7 @@ def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, uni
         producer.produce(topics.progress, progress.value(), progress.key("src"), 0)
     assert producer.flush(30) == 0
 
-    status, rows = _validate(data, tmp_path)
+    status, rows = _validate(data, tmp_path, in_process)
     assert status == 1
     assert (rows[0]["missing"], rows[0]["first_missing"], rows[0]["extra"]) == (1, [10], 0)
     assert (rows[1]["extra"], rows[1]["duplicates"], rows[1]["first_extra"], rows[1]["missing"]) == (1, 1, [21], 0)
