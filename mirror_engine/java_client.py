@@ -1,9 +1,9 @@
 """`ClusterSecurity` rendered as Java Kafka client settings (Spark's Kafka source takes them with `kafka.`).
 
 - CA: a PEM truststore file (`ssl.truststore.type=PEM`); inline PEM is written to a file first.
-- Client certificate: a PKCS12 keystore as it is, or PEM key and chain written together into one file of
-  `keystores.private_dir()` (mode 0600; the key as PKCS#8, encrypted with its password when it has one),
-  read as a `PEM` keystore. Inline key material never goes into an option, so it cannot reach a Spark plan.
+- Client certificate: a PKCS12 keystore as it is, or PEM key and chain written together into one PKCS12
+  file of `keystores.private_dir()` (mode 0600, encrypted with the key's password, or a random one).
+  Inline key material never goes into an option, so it cannot reach a Spark plan.
 - Logins: PLAIN/SCRAM JAAS lines; OIDC as `OAuthBearerLoginCallbackHandler` with the token endpoint and the
   client credentials; AWS MSK IAM as `IAMLoginModule` (the jar `software.amazon.msk:aws-msk-iam-auth` must
   be on the class path). JAAS values escape `\\` and `"`.
@@ -52,23 +52,40 @@ def _private_pem(name: str, data: str) -> str:
     return str(write_private(name, data.encode()))
 
 
-def _pem_keystore(security: ClusterSecurity, tls: Tls) -> tuple[str, str | None]:
-    """One private file with the client's PKCS#8 key and its certificate chain, and the key's password."""
+def _pkcs12_keystore(security: ClusterSecurity, tls: Tls) -> tuple[str, str]:
+    """The client's PEM key and certificate chain as one PKCS12 file (mode 0600), and the password protecting it.
+
+    Java reads PKCS12 for every key type and cipher; its PEM keystore reads only some encrypted PKCS#8 keys.
+    """
+    import secrets
+
+    from cryptography import x509
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    from mirror_engine.keystores import write_private
+    from mirror_engine.secrets import remember_secrets
 
     key_pem = tls.key_pem.encode() if tls.key_pem else Path(str(tls.key_location)).read_bytes()
-    chain = tls.certificate_pem.encode() if tls.certificate_pem else Path(str(tls.certificate_location)).read_bytes()
-    password = tls.key_password.encode() if tls.key_password else None
+    chain_pem = (tls.certificate_pem.encode() if tls.certificate_pem
+                 else Path(str(tls.certificate_location)).read_bytes())
     try:
-        key = serialization.load_pem_private_key(key_pem, password)
+        key = serialization.load_pem_private_key(key_pem, tls.key_password.encode() if tls.key_password else None)
     except (ValueError, TypeError):
         key_name = "ssl.key.pem" if tls.key_pem else "ssl.key.location"
         raise SecurityError(security.cluster, [f"{key_name}: the client key cannot be read as PEM with the "
                                                "given ssl.key.password (wrong password, or not a PEM key)"]) from None
-    encryption: serialization.KeySerializationEncryption = (
-        serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption())
-    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
-    return _private_pem(f"{security.cluster}-client", pkcs8.decode() + chain.decode()), tls.key_password
+    try:
+        chain = x509.load_pem_x509_certificates(chain_pem)
+    except ValueError:
+        name = "ssl.certificate.pem" if tls.certificate_pem else "ssl.certificate.location"
+        raise SecurityError(security.cluster, [f"{name}: not a PEM certificate chain"]) from None
+    password = tls.key_password or secrets.token_urlsafe(24)
+    remember_secrets({"ssl.keystore.password": password})
+    data = pkcs12.serialize_key_and_certificates(
+        b"client", key, chain[0], chain[1:] or None,  # type: ignore[arg-type]
+        serialization.BestAvailableEncryption(password.encode()))
+    return str(write_private(f"{security.cluster}-client", data)), password
 
 
 def _tls_options(security: ClusterSecurity, tls: Tls, file_path: Callable[[str], str]) -> dict[str, str]:
@@ -81,10 +98,9 @@ def _tls_options(security: ClusterSecurity, tls: Tls, file_path: Callable[[str],
         if tls.keystore_password:
             options["ssl.keystore.password"] = tls.keystore_password
     elif tls.has_client_certificate:
-        location, password = _pem_keystore(security, tls)
-        options.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": file_path(location)})
-        if password:
-            options["ssl.key.password"] = password
+        location, password = _pkcs12_keystore(security, tls)
+        options.update({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": file_path(location),
+                        "ssl.keystore.password": password, "ssl.key.password": password})
     if not tls.verify_hostname:
         options["ssl.endpoint.identification.algorithm"] = ""
     return options

@@ -21,6 +21,7 @@ from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.reports import ReportStore
 from mirror_engine.topics import list_offsets
+from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
 from spark_jobs.validation import (
     PartitionRange,
     compare,
@@ -75,7 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mode = args.mode or plan.validation.mode
     fraction = (args.fraction or plan.validation.sample_fraction) if mode == "sample" else 1.0
-    source_config, target_config = plan.client_configs()
+    try:
+        source_config, target_config = plan.client_configs()
+        source_security, target_security = plan_security(plan)
+        source_options, target_options = kafka_options(source_security), kafka_options(target_security)
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     with FlowMapping(plan, target_config) as mapping:
         mapping.refresh()
         ranges = copied_ranges(plan, mapping, source_config, set(args.topics.split(",")) if args.topics else None)
@@ -86,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         from spark_jobs.session import build_session
 
         spark = build_session(f"validate-{plan.name}", master=args.master)
+        allow_oauth_urls(spark, source_security, target_security)
+        try:
+            check_logins(spark, [(source_security, source_options), (target_security, target_options)])
+        except ClusterLoginError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         started = time.monotonic()
         source_ranges: dict[str, dict[int, tuple[int, int]]] = {}
         target_ranges: dict[str, dict[int, tuple[int, int]]] = {}
@@ -93,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             source_ranges.setdefault(r.topic, {})[r.partition] = (r.source_start, r.source_end)
             target_ranges.setdefault(r.target_topic, {})[r.partition] = (r.target_start, r.target_end)
         labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
-        source = read_ranges(spark, kafka_options(source_config), source_ranges, labels)
-        target = read_ranges(spark, kafka_options(target_config), target_ranges, labels)
+        source = read_ranges(spark, source_options, source_ranges, labels)
+        target = read_ranges(spark, target_options, target_ranges, labels)
         if source is None or target is None:
             empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long, occ int")
             source_fp = fingerprinted(source) if source is not None else empty
