@@ -165,6 +165,30 @@ def client_tls_config(kind: str, files: TlsFiles, user: str, password: str, oaut
     return config
 
 
+def java_tls_settings(kind: str, files: TlsFiles, user: str, password: str, oauth_issuer: str) -> dict[str, str]:
+    """Java client settings of a client of a TLS cluster of `kind`: JKS truststore and keystore, SCRAM, or OIDC."""
+    settings = {"security.protocol": "SSL" if kind == "mtls" else "SASL_SSL",
+                "ssl.truststore.type": "JKS", "ssl.truststore.location": str(files.truststore_jks),
+                "ssl.truststore.password": STORE_PASSWORD}
+    if kind == "mtls":
+        settings.update({"ssl.keystore.type": "JKS", "ssl.keystore.location": str(files.client_keystore_jks),
+                         "ssl.keystore.password": STORE_PASSWORD, "ssl.key.password": STORE_PASSWORD})
+    elif kind == "scram":
+        settings.update({"sasl.mechanism": "SCRAM-SHA-512",
+                         "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                             f'username="{user}" password="{password}";'})
+    else:
+        settings.update({
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.login.callback.handler.class":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+            "sasl.oauthbearer.token.endpoint.url": f"{oauth_issuer}/token",
+            "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                                f'clientId="{OAUTH_CLIENT_ID}" clientSecret="{OAUTH_CLIENT_SECRET}" '
+                                f'scope="{OAUTH_SCOPE}";'})
+    return settings
+
+
 def harness_secrets() -> tuple[str, ...]:
     """Every password and secret of the TLS clusters, for scans of logs and command lines."""
     return STORE_PASSWORD, KEY_PASSWORD, OAUTH_CLIENT_SECRET

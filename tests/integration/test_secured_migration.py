@@ -7,51 +7,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_local.cluster import SECURED_USERS, KafkaCluster
-from kafka_local.tls import harness_secrets
+from kafka_local.cluster import KafkaCluster
 from mirror_engine.groups import committed_offsets
 from spark_jobs import validate
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, plan_dict
+from tests.integration.tls_runs import NOW, PARTITIONS, RECORDS, assert_no_secret, ends, forbidden_strings
 
 pytestmark = pytest.mark.integration
-
-NOW = int(time.time() * 1000)  # recent: older records would fall to the brokers' 7-day retention
-RECORDS = 300
-PARTITIONS = 2
-
-
-def forbidden_strings(*clusters: KafkaCluster) -> list[str]:
-    """The secrets no log, report or command line of a run may show: passwords, client secret, key material."""
-    secrets = [*harness_secrets(), *(p for u, p in SECURED_USERS.items() if u != "reader")]
-    for cluster in clusters:
-        key_lines = cluster.tls_files.client_key.read_text().splitlines()
-        secrets += [line for line in key_lines[1:-1] if len(line) > 40][:3]  # the encrypted key's body
-    return secrets
-
-
-def assert_no_secret(text: str, secrets: list[str], where: str) -> None:
-    for secret in secrets:
-        assert secret not in text, f"a test secret ({secret[:4]}...) appears in {where}"
-    assert "eyJ" not in text, f"something like a JWT (an OAuth token) appears in {where}"
-
-
-def _ends(cluster: KafkaCluster, topic: str) -> list[int]:
-    """Each partition's end offset (a TLS handshake on a busy machine can outlast a short timeout)."""
-    consumer = Consumer({**cluster.client_config(), "group.id": "test-end-offsets"})
-    try:
-        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)]
-    finally:
-        consumer.close()
-
 
 def _seed(source: KafkaCluster, topic: str, group: str) -> None:
     create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
@@ -91,7 +61,7 @@ def test_migration_on_tls_clusters_end_to_end(request, pair, spark, unique_name,
     cli("plan")
     cli("prepare")
     ran = cli("run", "--until-caught-up", "--max-seconds", "120")
-    assert _ends(target, topic) == _ends(source, topic) == [RECORDS // PARTITIONS] * PARTITIONS, ran.stderr[-3000:]
+    assert ends(target, topic) == ends(source, topic) == [RECORDS // PARTITIONS] * PARTITIONS, ran.stderr[-3000:]
     checkpointed = cli("checkpoint", "--once")
     line = next(json.loads(raw) for raw in checkpointed.stdout.splitlines() if group in raw)
     on_source = committed_offsets(AdminClient(source.client_config()), group)
