@@ -6,7 +6,7 @@
   Inline key material never goes into an option, so it cannot reach a Spark plan.
 - Logins: PLAIN/SCRAM JAAS lines; OIDC as `OAuthBearerLoginCallbackHandler` with the token endpoint and the
   client credentials; AWS MSK IAM as `IAMLoginModule` (the jar `software.amazon.msk:aws-msk-iam-auth` must
-  be on the class path). JAAS values escape `\\` and `"`.
+  be on the class path: `spark_jobs.session.job_jars`). JAAS values escape `\\` and `"`.
 
 `file_path` maps a local file to the path the JVM reads it from (on a Spark cluster, the name under which
 spark-submit ships it); see `files_needed`.
@@ -33,7 +33,6 @@ _OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 _OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 _IAM_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"
 _IAM_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
-MSK_IAM_AUTH_ARTIFACT = ("software.amazon.msk", "aws-msk-iam-auth", "2.3.2")
 
 
 def jaas_value(value: str) -> str:

@@ -218,11 +218,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from spark_jobs.session import build_session
+    from spark_jobs.session import build_session, job_jars
     from spark_jobs.validation import read_ranges
 
     started = time.monotonic()
-    spark = build_session(f"backfill-{plan.name}", master=args.master)
+    spark = build_session(f"backfill-{plan.name}", master=args.master, jars=lambda: job_jars(source_security))
     allow_oauth_urls(spark, source_security)
     try:
         check_logins(spark, [(source_security, source_options)])

@@ -90,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: plan '{plan.name}' has copied nothing yet: nothing to validate", file=sys.stderr)
             return 1
 
-        from spark_jobs.session import build_session
+        from spark_jobs.session import build_session, job_jars
 
-        spark = build_session(f"validate-{plan.name}", master=args.master)
+        spark = build_session(f"validate-{plan.name}", master=args.master,
+                              jars=lambda: job_jars(source_security, target_security))
         allow_oauth_urls(spark, source_security, target_security)
         try:
             check_logins(spark, [(source_security, source_options), (target_security, target_options)])

@@ -85,3 +85,21 @@ def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scr
     message = str(caught.value)
     assert message.startswith(f"cluster 'dc1' ({source.bootstrap}) refused the login of Spark's Kafka source")
     assert "SCRAM-SHA-512" in message and "wrong-password" not in message
+
+
+def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_path():
+    """The jars are resolved from Maven Central (cached): an MSK cluster cannot be reached from here."""
+    import zipfile
+
+    from mirror_engine.cluster_security import ClusterSecurity
+    from spark_jobs.session import job_jars, kafka_connector_jars
+
+    msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+                                       "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
+    plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker:9093"})
+    assert job_jars(plain) == kafka_connector_jars()
+    jars = job_jars(plain, msk)
+    classes = {name for jar in jars if "aws-msk-iam-auth" in jar for name in zipfile.ZipFile(jar).namelist()}
+    assert "software/amazon/msk/auth/iam/IAMLoginModule.class" in classes
+    assert "software/amazon/msk/auth/iam/IAMClientCallbackHandler.class" in classes
+    assert not any(os.path.basename(jar).startswith(("jackson-databind-", "slf4j-")) for jar in jars)

@@ -156,3 +156,4 @@ def test_inline_pem_reaches_java_only_through_an_owner_readable_file(tmp_path):
     stored = pkcs12.load_pkcs12(Path(options["ssl.keystore.location"]).read_bytes(), b"key-pass")
     assert stored.cert is not None and stored.cert.certificate == certificate
     assert key_pem in security.secrets()
+
