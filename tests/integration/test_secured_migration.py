@@ -1,5 +1,5 @@
-"""A whole migration on each kind of TLS cluster: plan, prepare, run to a full copy, a checkpoint round and the
-Spark validation job; then a scan of what these runs printed and logged
+"""A whole migration on each kind of TLS cluster: plan, prepare, run to a full copy, a checkpoint round, a
+switch-group with its proof and the Spark validation job; then a scan of what these runs printed and logged
 for the test passwords, tokens and key material."""
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def test_migration_on_tls_clusters_end_to_end(request, pair, spark, unique_name,
     line = next(json.loads(raw) for raw in checkpointed.stdout.splitlines() if group in raw)
     on_source = committed_offsets(AdminClient(source.client_config()), group)
     assert line["checkpoints"] == len(on_source), line
+    switched = cli("switch-group", "--group", group, "--report", str(tmp_path / "switch.json"))
+    assert f"group {group} switched src->tgt: verified" in switched.stdout
 
     capfd.readouterr()
     status = validate.main(["--plan", str(plan_file), "--report-dir", str(tmp_path / "reports")])
