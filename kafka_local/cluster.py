@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kafka_local.maven import classpath, kafka_jar_set, resolve
+from kafka_local.tls import TLS_KINDS, TlsFiles, broker_tls_properties, client_tls_config, make_tls_files
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ class KafkaCluster:
     cluster_id: str
     secured: bool
     pid: int = 0
+    tls: str = ""  # "", or a TLS kind of kafka_local.tls (mtls, scram, oauth)
+    oauth_issuer: str = ""  # the OAuth server validating tokens (tls == "oauth")
 
     @property
     def bootstrap(self) -> str:
@@ -82,6 +85,10 @@ class KafkaCluster:
     def client_config(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
         """confluent-kafka settings to reach this cluster; on a secured one as `user` (default: admin)."""
         config = {"bootstrap.servers": self.bootstrap}
+        if self.tls:
+            user = user or SUPER_USER
+            return {**config, **client_tls_config(self.tls, self.tls_files, user, SECURED_USERS[user],
+                                                  self.oauth_issuer)}
         if self.secured:
             user = user or SUPER_USER
             config.update({
@@ -91,6 +98,10 @@ class KafkaCluster:
                 "sasl.password": SECURED_USERS[user],
             })
         return config
+
+    @property
+    def tls_files(self) -> TlsFiles:
+        return TlsFiles(Path(self.home) / "tls")
 
     def is_running(self) -> bool:
         if self.pid <= 0:
@@ -189,7 +200,10 @@ def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
         # Fast compaction in tests that need gaps in offsets.
         "log.cleaner.backoff.ms": "1000",
     }
-    if cluster.secured:
+    if cluster.tls:
+        security = broker_tls_properties(cluster.tls, cluster.port, cluster.controller_port, cluster.tls_files,
+                                         _jaas_plain(SECURED_USERS), cluster.oauth_issuer)
+    elif cluster.secured:
         security = {
             "listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port},CONTROLLER://127.0.0.1:{cluster.controller_port}",
             "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port}",
@@ -219,7 +233,8 @@ def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
     return "".join(f"{key}={value}\n" for key, value in {**common, **security}.items())
 
 
-def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path) -> list[str]:
+def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path,
+                  oauth_issuer: str = "") -> list[str]:
     # Short-lived tool JVMs start faster with C1 only and the serial collector.
     jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"] if tool else [
         "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
@@ -228,17 +243,25 @@ def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path
         "java", *jvm,
         f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
         f"-Dkafka.logs.dir={home / 'logs'}",
+        # Kafka 4 calls only the OAuth URLs listed here.
+        *([f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oauth_issuer}/jwks"] if oauth_issuer else []),
         "-cp", classpath(lib), main_class, *args,
     ]
 
 
-def start_cluster(name: str, home: Path, secured: bool = False) -> KafkaCluster:
-    """Format and start a single-node cluster in `home`; return once it serves clients."""
+def start_cluster(name: str, home: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "") -> KafkaCluster:
+    """Format and start a single-node cluster in `home`; return once it serves clients.
+
+    `tls` makes it a TLS cluster of that kind (kafka_local.tls), with its certificates made in `home/tls`;
+    an `oauth` one validates tokens of the OAuth server at `oauth_issuer`.
+    """
+    if tls and tls not in TLS_KINDS:
+        raise ValueError(f"tls must be one of {', '.join(TLS_KINDS)}, got {tls!r}")
     lib = resolve(kafka_jar_set())
     last_error: Exception | None = None
     for _attempt in range(3):  # another process may take a port between our probe and the bind
         try:
-            return _start_once(name, home, secured, lib)
+            return _start_once(name, home, secured, lib, tls, oauth_issuer)
         except ClusterStartError as error:
             if "Address already in use" not in str(error):
                 raise
@@ -246,7 +269,7 @@ def start_cluster(name: str, home: Path, secured: bool = False) -> KafkaCluster:
     raise ClusterStartError(f"cluster {name}: no free ports after 3 attempts: {last_error}")
 
 
-def _start_once(name: str, home: Path, secured: bool, lib: Path) -> KafkaCluster:
+def _start_once(name: str, home: Path, secured: bool, lib: Path, tls: str = "", oauth_issuer: str = "") -> KafkaCluster:
     home = home.resolve()
     if home.exists():
         subprocess.run(["rm", "-rf", str(home)], check=True)
@@ -255,13 +278,16 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path) -> KafkaCluster
     controller_port = free_port()
     while controller_port == port:
         controller_port = free_port()
-    cluster = KafkaCluster(name, str(home), port, controller_port, _new_cluster_id(), secured)
+    cluster = KafkaCluster(name, str(home), port, controller_port, _new_cluster_id(), secured, tls=tls,
+                           oauth_issuer=oauth_issuer)
+    if tls:
+        make_tls_files(cluster.tls_files.folder)
     (home / "log4j2.properties").write_text(_LOG4J2)
     props = home / "server.properties"
     props.write_text(server_properties(cluster, home / "data"))
 
     format_args = ["format", "-t", cluster.cluster_id, "-c", str(props)]
-    if secured:
+    if secured or tls:
         for user, password in SECURED_USERS.items():
             format_args += ["--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]"]
     formatted = subprocess.run(
@@ -274,7 +300,7 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path) -> KafkaCluster
     started = time.monotonic()
     with open(cluster.log_file, "ab") as log_out:
         process = subprocess.Popen(
-            _java_command(lib, "kafka.Kafka", str(props), tool=False, home=home),
+            _java_command(lib, "kafka.Kafka", str(props), tool=False, home=home, oauth_issuer=oauth_issuer),
             stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a test run does not hit it
         )
@@ -294,7 +320,8 @@ def restart_cluster(cluster: KafkaCluster) -> KafkaCluster:
     lib = resolve(kafka_jar_set())
     with open(cluster.log_file, "ab") as log_out:
         process = subprocess.Popen(
-            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home),
+            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home,
+                          oauth_issuer=cluster.oauth_issuer),
             stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
     cluster.pid = process.pid
@@ -333,12 +360,13 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def start_pair(root: Path, secured: bool = False) -> tuple[KafkaCluster, KafkaCluster]:
-    """Start the `source` and `target` clusters side by side under `root`."""
+def start_pair(root: Path, secured: bool = False, tls: str = "",
+               oauth_issuer: str = "") -> tuple[KafkaCluster, KafkaCluster]:
+    """Start the `source` and `target` clusters side by side under `root` (`tls`: see start_cluster)."""
     resolve(kafka_jar_set())  # once, before two threads would race to resolve it
     with ThreadPoolExecutor(max_workers=2) as pool:
-        source = pool.submit(start_cluster, "source", root / "source", secured)
-        target = pool.submit(start_cluster, "target", root / "target", secured)
+        source = pool.submit(start_cluster, "source", root / "source", secured, tls, oauth_issuer)
+        target = pool.submit(start_cluster, "target", root / "target", secured, tls, oauth_issuer)
         try:
             return source.result(), target.result()
         except Exception:

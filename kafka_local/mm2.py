@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_local.cluster import SECURED_USERS, SUPER_USER, KafkaCluster
 from kafka_local.maven import classpath, kafka_jar_set, resolve
+from kafka_local.tls import java_tls_settings
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,12 @@ class MirrorMakerSettings:
 
 
 def _java_client_settings(cluster: KafkaCluster, user: str) -> dict[str, str]:
-    """Java client settings to reach `cluster` (the harness's SASL PLAIN users when it is secured)."""
+    """Java client settings to reach `cluster` (the harness's SASL PLAIN users when it is secured; JKS stores,
+    SCRAM or OIDC client credentials on a TLS cluster, as MirrorMaker 2 users write them)."""
     settings = {"bootstrap.servers": cluster.bootstrap}
+    if cluster.tls:
+        return {**settings, **java_tls_settings(cluster.tls, cluster.tls_files, user, SECURED_USERS[user],
+                                                cluster.oauth_issuer)}
     if cluster.secured:
         settings.update({
             "security.protocol": "SASL_PLAINTEXT",

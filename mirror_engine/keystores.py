@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
 
 __all__ = ["KeyMaterial", "KeystoreError", "keystore_to_pem", "private_dir", "remove_private_dir",
-           "truststore_to_pem"]
+           "truststore_to_pem", "write_private"]
 
 _PREFIX = "mirror-engine-keys-"
 _STALE = re.compile(re.escape(_PREFIX) + r"([0-9]+)-")
@@ -256,3 +256,8 @@ def truststore_to_pem(location: str | Path, store_type: str, password: str | Non
     if not certificates:
         raise KeystoreError(f"the {store_type} truststore {location} holds no certificate")
     return _write_private(f"{name}-ca", b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates))
+
+
+def write_private(name: str, data: bytes) -> Path:
+    """`data` in a new file (mode 0600) of `private_dir()`, removed with it at exit; `name` prefixes its name."""
+    return _write_private(name, data)

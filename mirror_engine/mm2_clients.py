@@ -2,8 +2,10 @@
 
 The settings come in as `name -> (MM2 key, value)`, already resolved and type-checked by `mm2_config`; each
 problem line starts with the MM2 key at fault. Only what librdkafka can do the same way is converted: PLAIN
-and SCRAM logins, PEM or PKCS12 key material, PEM trust stores; JKS keystores and JKS or PKCS12 truststores
-are converted at load to PEM files in a private directory removed at exit (`keystores`). Messages never show
+and SCRAM logins, OAUTHBEARER with client credentials (OIDC) or unsecured tokens, AWS MSK IAM (signed by the
+engine, `msk_iam`), PEM or PKCS12 key material, PEM trust stores; JKS keystores and JKS or PKCS12 truststores
+are converted at load to PEM files in a private directory removed at exit (`keystores`). An empty
+`ssl.endpoint.identification.algorithm` becomes `unsafe.skip.hostname.verification`. Messages never show
 a password or a JAAS option value.
 """
 
@@ -23,7 +25,10 @@ __all__ = ["client_config"]
 _JAAS_LOGIN_MODULES = {
     "PlainLoginModule": ("PLAIN",),
     "ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "OAuthBearerLoginModule": ("OAUTHBEARER",),
+    "IAMLoginModule": ("AWS_MSK_IAM",),
 }
+_OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # what mm2_config keeps of ${env:NAME}
 _Client = dict[str, tuple[str, str]]  # librdkafka name -> (value, the MM2 key it came from)
 
@@ -45,10 +50,6 @@ def _jaas_credentials(alias: str, settings: dict[str, tuple[str, Any]], client: 
         problems.append(f"{key}: login module {module} cannot be converted for librdkafka (only {allowed}); "
                         "write this cluster's librdkafka settings in a YAML plan instead")
         return
-    missing = [name for name in ("username", "password") if not options.get(name)]
-    if missing:
-        problems.append(f"{key}: {module} needs {' and '.join(missing)}")
-        return
     mechanism_key, mechanism = settings.get("sasl.mechanism", (f"{alias}.sasl.mechanism", None))
     if mechanism is None:
         problems.append(f"{mechanism_key}: not set, so Kafka clients would use GSSAPI; "
@@ -56,8 +57,67 @@ def _jaas_credentials(alias: str, settings: dict[str, tuple[str, Any]], client: 
     elif mechanism.upper() not in mechanisms:
         problems.append(f"{mechanism_key}: {mechanism!r} does not match the {module} in {key}; "
                         f"expected {' or '.join(mechanisms)}")
-    client["sasl.username"] = (options["username"], key)
-    client["sasl.password"] = (options["password"], key)
+    if module == "OAuthBearerLoginModule":
+        _oauth_login(alias, settings, options, key, client, problems)
+    elif module == "IAMLoginModule":
+        _iam_login(alias, settings, options, client, problems)
+    else:
+        missing = [name for name in ("username", "password") if not options.get(name)]
+        if missing:
+            problems.append(f"{key}: {module} needs {' and '.join(missing)}")
+            return
+        client["sasl.username"] = (options["username"], key)
+        client["sasl.password"] = (options["password"], key)
+
+
+def _oauth_login(alias: str, settings: dict[str, tuple[str, Any]], options: dict[str, str], key: str,
+                 client: _Client, problems: list[str]) -> None:
+    """OAuthBearerLoginModule: client credentials (OIDC) with the login callback handler, or unsecured JWTs."""
+    handler_key, handler = settings.get("sasl.login.callback.handler.class", (f"{alias}.sasl.login.callback."
+                                                                              "handler.class", None))
+    if handler is None:
+        if "unsecuredLoginStringClaim_sub" not in options:
+            problems.append(f"{handler_key}: not set, so {key} would make unsigned tokens without a subject; write "
+                            f"{_OAUTH_HANDLER} with sasl.oauthbearer.token.endpoint.url for client credentials")
+            return
+        client["enable.sasl.oauthbearer.unsecure.jwt"] = ("true", key)
+        client["sasl.oauthbearer.config"] = (f"principal={options['unsecuredLoginStringClaim_sub']}", key)
+        return
+    if handler.rsplit(".", 1)[-1] != "OAuthBearerLoginCallbackHandler":
+        problems.append(f"{handler_key}: {handler} cannot be converted for librdkafka; write {_OAUTH_HANDLER}")
+        return
+    url_key, url = settings.get("sasl.oauthbearer.token.endpoint.url",
+                                (f"{alias}.sasl.oauthbearer.token.endpoint.url", None))
+    missing = [name for name in ("clientId", "clientSecret") if not options.get(name)]
+    if url is None:
+        problems.append(f"{url_key}: required by {handler_key}: write the OAuth server's token endpoint")
+    elif missing:
+        problems.append(f"{key}: OAuthBearerLoginModule with client credentials needs {' and '.join(missing)}")
+    else:
+        client["sasl.oauthbearer.method"] = ("oidc", handler_key)
+        client["sasl.oauthbearer.token.endpoint.url"] = (url, url_key)
+        client["sasl.oauthbearer.client.id"] = (options["clientId"], key)
+        client["sasl.oauthbearer.client.secret"] = (options["clientSecret"], key)
+        if options.get("scope"):
+            client["sasl.oauthbearer.scope"] = (options["scope"], key)
+        extensions = [f"{name.removeprefix('extension_')}={value}" for name, value in options.items()
+                      if name.startswith("extension_")]
+        if extensions:
+            client["sasl.oauthbearer.extensions"] = (",".join(extensions), key)
+
+
+def _iam_login(alias: str, settings: dict[str, tuple[str, Any]], options: dict[str, str], client: _Client,
+               problems: list[str]) -> None:
+    """AWS MSK IAM: the engine signs its tokens with aws-msk-iam-sasl-signer-python (`msk_iam`)."""
+    handler_key, handler = settings.get("sasl.client.callback.handler.class",
+                                        (f"{alias}.sasl.client.callback.handler.class", None))
+    if handler is not None and handler.rsplit(".", 1)[-1] != "IAMClientCallbackHandler":
+        problems.append(f"{handler_key}: {handler} does not go with IAMLoginModule; write "
+                        "software.amazon.msk.auth.iam.IAMClientCallbackHandler")
+    if options.get("awsProfileName"):
+        client["aws.profile"] = (options["awsProfileName"], "sasl.jaas.config")
+    if options.get("awsRoleArn"):
+        client["aws.role.arn"] = (options["awsRoleArn"], "sasl.jaas.config")
 
 
 def _secret(settings: dict[str, tuple[str, Any]], name: str, environ: Mapping[str, str],
@@ -148,8 +208,10 @@ def _tls_settings(alias: str, settings: dict[str, tuple[str, Any]], environ: Map
     _truststore(alias, settings, environ, client, problems)
     if entry := settings.get("ssl.endpoint.identification.algorithm"):
         algorithm = entry[1].lower()
-        if algorithm in ("", "https"):
-            client["ssl.endpoint.identification.algorithm"] = (algorithm or "none", entry[0])
+        if algorithm == "https":
+            client["ssl.endpoint.identification.algorithm"] = (algorithm, entry[0])
+        elif algorithm == "":  # MM2's way of turning the host name check off: said as unsafe in the plan
+            client["unsafe.skip.hostname.verification"] = ("true", entry[0])
         else:
             problems.append(f"{entry[0]}: must be https or empty (no hostname check), got {entry[1]!r}")
 

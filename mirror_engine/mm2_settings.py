@@ -122,11 +122,14 @@ SECURITY: dict[str, Setting] = {
     "ssl.truststore.location": Setting("text", mapped=True),
     "ssl.truststore.certificates": Setting("text", mapped=True),
     "ssl.endpoint.identification.algorithm": Setting("text", mapped=True),
+    # OAUTHBEARER with client credentials (OAuthBearerLoginCallbackHandler) and AWS MSK IAM's handler.
+    "sasl.login.callback.handler.class": Setting("text", mapped=True),
+    "sasl.client.callback.handler.class": Setting("text", mapped=True),
+    "sasl.oauthbearer.token.endpoint.url": Setting("text", mapped=True),
     # JVM TLS/SASL tuning with no librdkafka counterpart.
     "ssl.truststore.password": _TEXT, "ssl.protocol": _TEXT, "ssl.provider": _TEXT, "ssl.cipher.suites": _LIST,
     "ssl.enabled.protocols": _LIST, "ssl.keymanager.algorithm": _TEXT, "ssl.trustmanager.algorithm": _TEXT,
     "ssl.secure.random.implementation": _TEXT, "ssl.engine.factory.class": _TEXT,
-    "sasl.client.callback.handler.class": _TEXT, "sasl.login.callback.handler.class": _TEXT,
     "sasl.login.class": _TEXT, "sasl.kerberos.kinit.cmd": _TEXT, "sasl.kerberos.ticket.renew.window.factor": _DOUBLE,
     "sasl.kerberos.ticket.renew.jitter": _DOUBLE, "sasl.kerberos.min.time.before.relogin": _LONG,
     "sasl.login.refresh.window.factor": _DOUBLE, "sasl.login.refresh.window.jitter": _DOUBLE,

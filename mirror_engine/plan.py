@@ -141,6 +141,16 @@ class ClusterSpec(_Strict):
         return config
 
 
+def render_client_config(alias: str, config: dict[str, str], where: str) -> dict[str, Any]:
+    """librdkafka settings of cluster `alias` rendered from the security model; PlanError naming `where.<key>`."""
+    from mirror_engine.cluster_security import SecurityError, security_config
+
+    try:
+        return security_config(alias, config)
+    except SecurityError as error:
+        raise PlanError(f"cluster '{alias}'", [f"{where}.{problem}" for problem in error.problems]) from None
+
+
 def _resolve_env(text: str, field: str) -> str:
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -352,9 +362,9 @@ class MigrationPlan(_Strict):
     def topic_filter(self) -> NameFilter:
         return NameFilter(self.topics.include, [*DEFAULT_TOPIC_EXCLUDES, *self.topics.exclude])
 
-    def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
-        """(source, target) client settings: from the environment when a launcher (an Airflow task) put them
-        there as JSON in MIRROR_ENGINE_SOURCE_CONFIG / MIRROR_ENGINE_TARGET_CONFIG, else from the plan."""
+    def raw_client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(source, target) librdkafka settings as written: from the environment when a launcher (an Airflow task)
+        put them there as JSON in MIRROR_ENGINE_SOURCE_CONFIG / MIRROR_ENGINE_TARGET_CONFIG, else from the plan."""
         import json
 
         configs = []
@@ -364,6 +374,15 @@ class MigrationPlan(_Strict):
             remember_secrets(config)
             configs.append(without_credential_debug(config, f"cluster '{spec.alias}'"))
         return configs[0], configs[1]
+
+    def client_configs(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(source, target) confluent-kafka settings, read into the security model and rendered from it
+        (`cluster_security`): what cannot be rendered is refused here, before any connection."""
+        rendered = []
+        for (side, spec), config in zip((("source", self.source), ("target", self.target)),
+                                        self.raw_client_configs(), strict=True):
+            rendered.append(render_client_config(spec.alias, config, f"{side}.client"))
+        return rendered[0], rendered[1]
 
     def backfills_topic(self, topic: str) -> bool:
         """The topic's history is copied by the Spark backfill, not by the engine."""

@@ -85,7 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    source_config, target_config = plan.client_configs()
+    from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
+    from spark_jobs.validation import kafka_options
+
+    try:
+        source_config, target_config = plan.client_configs()
+        source_security = plan_security(plan)[0]
+        source_options = kafka_options(source_security)
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     # The engine records the snapshots when it first meets the topics: give a just-started engine time.
     deadline = time.monotonic() + args.wait_seconds
     while True:
@@ -133,15 +142,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from spark_jobs.session import build_session
-    from spark_jobs.validation import kafka_options, read_ranges
+    from spark_jobs.session import build_session, job_jars
+    from spark_jobs.validation import read_ranges
 
     started = time.monotonic()
-    spark = build_session(f"backfill-{plan.name}", master=args.master)
+    spark = build_session(f"backfill-{plan.name}", master=args.master, jars=lambda: job_jars(source_security))
+    allow_oauth_urls(spark, source_security)
+    try:
+        check_logins(spark, [(source_security, source_options)])
+    except ClusterLoginError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     ranges: dict[str, dict[int, tuple[int, int]]] = {}
     for part in parts:
         ranges.setdefault(part.topic, {})[part.partition] = (part.start, part.end)
-    records = read_ranges(spark, kafka_options(source_config), ranges, {t: t for t in ranges})
+    records = read_ranges(spark, source_options, ranges, {t: t for t in ranges})
     results: dict[tuple[str, int], dict] = {}
     if records is not None:
         plan_parts = {(p.topic, p.partition): {"target_topic": p.target_topic, "target_start": p.target_start}

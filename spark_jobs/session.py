@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -41,11 +42,37 @@ def kafka_connector_jars() -> list[str]:
     return sorted(str(jar) for jar in lib.glob("*.jar"))
 
 
-def build_session(app_name: str, master: str | None = None, jars: list[str] | None = None) -> SparkSession:
+MSK_IAM_AUTH_VERSION = "2.3.9"
+# Spark brings its own Jackson and SLF4J; a second copy on the class path would clash with them.
+_PROVIDED_BY_SPARK = ("jackson-annotations-", "jackson-core-", "jackson-databind-", "slf4j-")
+
+
+def msk_iam_jars() -> list[str]:
+    """`software.amazon.msk:aws-msk-iam-auth` and the AWS SDK parts it needs, for AWS_MSK_IAM logins of Spark's
+    Kafka source (resolved from Maven Central and cached, like the connector)."""
+    from kafka_local.maven import Artifact, JarSet, resolve
+
+    lib = resolve(JarSet(name=f"aws-msk-iam-auth-{MSK_IAM_AUTH_VERSION}",
+                         artifacts=(Artifact("software.amazon.msk", "aws-msk-iam-auth", MSK_IAM_AUTH_VERSION),)))
+    return sorted(str(jar) for jar in lib.glob("*.jar") if not jar.name.startswith(_PROVIDED_BY_SPARK))
+
+
+def job_jars(*models: object) -> list[str]:
+    """The jars a job reading these clusters needs: the Kafka connector, and the MSK IAM login when one uses it."""
+    from mirror_engine.cluster_security import MskIamLogin
+
+    jars = kafka_connector_jars()
+    if any(isinstance(getattr(model, "login", None), MskIamLogin) for model in models):
+        jars += msk_iam_jars()
+    return jars
+
+
+def build_session(app_name: str, master: str | None = None,
+                  jars: list[str] | Callable[[], list[str]] | None = None) -> SparkSession:
     """A SparkSession with the Kafka connector: local[2] on loopback by default, any master by argument.
 
     Under spark-submit (master and jars given on its command line) pass nothing: the submitted
-    configuration is kept.
+    configuration is kept. `jars` may be a function, called only when the session chooses its jars.
     """
     builder = SparkSession.builder.appName(app_name)
     # spark-submit starts the JVM first and tells the Python driver its gateway port.
@@ -63,5 +90,6 @@ def build_session(app_name: str, master: str | None = None, jars: list[str] | No
                 .config("spark.ui.enabled", os.environ.get("SPARK_UI_ENABLED", "false"))
                 .config("spark.sql.shuffle.partitions", "4")
             )
-        builder = builder.config("spark.jars", ",".join(jars if jars is not None else kafka_connector_jars()))
+        chosen = jars() if callable(jars) else jars  # resolved only when this session chooses its own jars
+        builder = builder.config("spark.jars", ",".join(chosen if chosen is not None else kafka_connector_jars()))
     return builder.getOrCreate()

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from mirror_engine.cluster_security import ClusterSecurity
 from mirror_engine.clusters import admin_client
 from mirror_engine.flow_mapping import FlowMapping
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.reports import ReportStore
 from mirror_engine.topics import describe_topic_configs, list_offsets
+from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
 from spark_jobs.validation import (
     PartitionRange,
     ValidationReport,
@@ -97,7 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mode = args.mode or plan.validation.mode
     fraction = (args.fraction or plan.validation.sample_fraction) if mode == "sample" else 1.0
-    source_config, target_config = plan.client_configs()
+    try:
+        source_config, target_config = plan.client_configs()
+        source_security, target_security = plan_security(plan)
+        source_options, target_options = kafka_options(source_security), kafka_options(target_security)
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     with FlowMapping(plan, target_config) as mapping:
         mapping.refresh()
         ranges = copied_ranges(plan, mapping, source_config, set(args.topics.split(",")) if args.topics else None)
@@ -112,8 +120,13 @@ def main(argv: list[str] | None = None) -> int:
             report = compare_in_process(ranges, source_config, target_config, mapping.translate, plan.name, mode,
                                         fraction, log_append_time_topics(target_config, ranges))
         else:
-            report = _compare_with_spark(ranges, source_config, target_config, mapping.translate, plan.name, mode,
-                                         fraction, args.master)
+            try:
+                report = _compare_with_spark(ranges, (source_security, target_security),
+                                             (source_options, target_options), target_config, mapping.translate,
+                                             plan.name, mode, fraction, args.master)
+            except ClusterLoginError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")
@@ -131,12 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report.clean else 1
 
 
-def _compare_with_spark(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
+def _compare_with_spark(ranges: list[PartitionRange], securities: tuple[ClusterSecurity, ClusterSecurity],
+                        options: tuple[dict[str, str], dict[str, str]], target_config: dict[str, str],
                         translate: Callable[[str, int, int], int | None], plan_name: str, mode: str, fraction: float,
                         master: str | None) -> ValidationReport:
-    from spark_jobs.session import build_session
+    """The report from Spark, after both clusters accepted the login of Spark's Kafka source (ClusterLoginError
+    at once otherwise, not minutes of retries)."""
+    from spark_jobs.session import build_session, job_jars
 
-    spark = build_session(f"validate-{plan_name}", master=master)
+    source_security, target_security = securities
+    source_options, target_options = options
+    spark = build_session(f"validate-{plan_name}", master=master,
+                          jars=lambda: job_jars(source_security, target_security))
+    allow_oauth_urls(spark, source_security, target_security)
+    check_logins(spark, [(source_security, source_options), (target_security, target_options)])
     source_ranges: dict[str, dict[int, tuple[int, int]]] = {}
     target_ranges: dict[str, dict[int, tuple[int, int]]] = {}
     for r in ranges:
@@ -145,8 +166,8 @@ def _compare_with_spark(ranges: list[PartitionRange], source_config: dict[str, s
     labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
     # Every core reads, also when there are fewer partitions than cores: Spark splits them into offset ranges.
     cores = spark.sparkContext.defaultParallelism
-    source = read_ranges(spark, kafka_options(source_config), source_ranges, labels, cores)
-    target = read_ranges(spark, kafka_options(target_config), target_ranges, labels, cores)
+    source = read_ranges(spark, source_options, source_ranges, labels, cores)
+    target = read_ranges(spark, target_options, target_ranges, labels, cores)
     untimed = log_append_time_topics(target_config, ranges)
     untimestamped = untimestamped_topics(source) if source is not None else frozenset()
     untimed |= untimestamped

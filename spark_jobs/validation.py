@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from mirror_engine.jaas_config import render_jaas_config
+from mirror_engine.cluster_security import ClusterSecurity
 from spark_jobs.record_pairing import FINDINGS_SCHEMA, PartitionFindings
 
 FIRST_FEW = 5  # offsets listed per kind of problem and partition
@@ -104,24 +104,12 @@ class ValidationReport:
 
 
 # ------------------------------------------------------------------ reading and fingerprinting
-def kafka_options(client_config: dict[str, str]) -> dict[str, str]:
-    """Spark Kafka source options for a cluster given as confluent-kafka settings."""
-    options = {"kafka.bootstrap.servers": client_config["bootstrap.servers"],
-               "kafka.isolation.level": "read_committed"}
-    protocol = client_config.get("security.protocol")
-    if protocol:
-        options["kafka.security.protocol"] = protocol.upper()
-    mechanism = client_config.get("sasl.mechanism", client_config.get("sasl.mechanisms"))
-    if mechanism:
-        options["kafka.sasl.mechanism"] = mechanism
-        module = "scram.ScramLoginModule" if mechanism.startswith("SCRAM") else "plain.PlainLoginModule"
-        options["kafka.sasl.jaas.config"] = render_jaas_config(
-            f"org.apache.kafka.common.security.{module}",
-            {"username": client_config.get("sasl.username", ""), "password": client_config.get("sasl.password", "")})
-    if client_config.get("ssl.ca.location"):
-        options["kafka.ssl.truststore.type"] = "PEM"
-        options["kafka.ssl.truststore.location"] = client_config["ssl.ca.location"]
-    return options
+def kafka_options(security: ClusterSecurity) -> dict[str, str]:
+    """Spark Kafka source options for a cluster: its security model rendered for the Java client
+    (`mirror_engine.java_client`: JAAS values escape backslashes and double quotes)."""
+    from spark_jobs.cluster_access import kafka_source_options
+
+    return kafka_source_options(security)
 
 
 def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, dict[int, tuple[int, int]]],

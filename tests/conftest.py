@@ -63,6 +63,43 @@ def legacy_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
 
 
 @pytest.fixture(scope="session")
+def mtls_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """A source and target speaking SSL with client certificates required (no SASL)."""
+    source, target = start_pair(tmp_path_factory.mktemp("kafka-mtls"), tls="mtls")
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
+def scram_ssl_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """A source and target speaking SASL_SSL with SCRAM-SHA-512 logins."""
+    source, target = start_pair(tmp_path_factory.mktemp("kafka-scram-ssl"), tls="scram")
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
+def oauth_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real OAuth 2 server on loopback (mock-oauth2-server): client-credentials tokens, a JWKS endpoint."""
+    from kafka_local.oauth import start_oauth_server
+
+    server = start_oauth_server(tmp_path_factory.mktemp("oauth"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def oauth_pair(tmp_path_factory: pytest.TempPathFactory, oauth_server) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """A source and target speaking SASL_SSL with OAUTHBEARER, validating `oauth_server`'s tokens (JWKS)."""
+    source, target = start_pair(tmp_path_factory.mktemp("kafka-oauth"), tls="oauth", oauth_issuer=oauth_server.issuer)
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
 def airflow_db() -> None:
     """Airflow's SQLite metadata DB, migrated (idempotent; a few seconds when already current)."""
     airflow = Path(sys.executable).parent / "airflow"

@@ -18,6 +18,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from mirror_engine.cluster_security import ClusterSecurity
+from mirror_engine.security_reader import read_security
 from spark_jobs.validation import kafka_options
 from tests.integration.kafka_data import produce
 
@@ -47,7 +49,8 @@ def test_spark_reads_a_secured_topic_as_a_user_whose_password_has_a_backslash(sp
     time.sleep(1)  # the new credential and ACLs reach the broker's caches
     config = {"bootstrap.servers": source.bootstrap, "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": PASSWORD}
-    frame = (spark.read.format("kafka").options(**kafka_options(config)).option("subscribe", topic)
+    frame = (spark.read.format("kafka").options(**kafka_options(read_security(ClusterSecurity, "src", config)))
+             .option("subscribe", topic)
              .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
     assert sorted(row.value for row in frame.select("value").collect()) == sorted(
         f"v{i}".encode() for i in range(20))

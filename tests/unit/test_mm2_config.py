@@ -153,7 +153,7 @@ def test_realistic_file_maps_to_the_plan(monkeypatch):
         "sasl.username": "mirror-dc2",
         "sasl.password": 'p"w',
         "ssl.ca.location": "/etc/kafka/dc2-ca.pem",
-        "ssl.endpoint.identification.algorithm": "none",
+        "unsafe.skip.hostname.verification": "true",
     }
     monkeypatch.setenv("DC1_MIRROR_PASSWORD", "s3cret")
     assert plan.source.client_config()["sasl.password"] == "s3cret"
@@ -466,8 +466,39 @@ def test_client_settings_librdkafka_cannot_use():
         "b.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;\n"
     )
     problems = _problems(text)
-    assert [line.split(": ", 1)[0] for line in problems] == ["a.ssl.truststore.location", "b.sasl.jaas.config"]
+    # An OAuthBearerLoginModule without a login callback handler would make unsigned tokens without a subject.
+    assert [line.split(": ", 1)[0] for line in problems] == ["a.ssl.truststore.location",
+                                                             "b.sasl.login.callback.handler.class"]
     assert "/etc/kafka/truststore.jks: no such file" in problems[0]  # a JKS store is converted at load
+    assert "OAuthBearerLoginCallbackHandler" in problems[1]
+
+
+def test_oauthbearer_client_credentials_become_librdkafka_oidc():
+    text = MINIMAL + (
+        "a.security.protocol = SASL_SSL\na.sasl.mechanism = OAUTHBEARER\n"
+        "a.sasl.login.callback.handler.class = org.apache.kafka.common.security.oauthbearer."
+        "OAuthBearerLoginCallbackHandler\n"
+        "a.sasl.oauthbearer.token.endpoint.url = https://idp.example/oauth2/token\n"
+        "a.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'clientId="mirror" clientSecret="s3cret" scope="kafka" extension_logicalCluster="lkc-1";\n'
+    )
+    plan = plan_from_mm2_properties(text, "x")
+    assert plan.source.client == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+        "sasl.oauthbearer.client.id": "mirror", "sasl.oauthbearer.client.secret": "s3cret",
+        "sasl.oauthbearer.scope": "kafka", "sasl.oauthbearer.extensions": "logicalCluster=lkc-1"}
+
+
+def test_msk_iam_login_module_becomes_aws_msk_iam():
+    text = MINIMAL + (
+        "a.security.protocol = SASL_SSL\na.sasl.mechanism = AWS_MSK_IAM\n"
+        "a.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName=\"mirror\";\n"
+        "a.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n"
+    )
+    plan = plan_from_mm2_properties(text, "x")
+    assert plan.source.client == {"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
+                                  "aws.profile": "mirror"}
 
 
 def test_plain_jaas_needs_a_matching_mechanism():

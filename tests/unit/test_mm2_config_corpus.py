@@ -70,7 +70,7 @@ CASES = [
         "target.client.sasl.password": "w-pass", "source.bootstrap_servers": "src.example.internal:9094"}),
     Case("07-ssl-pem-keystore.properties", {
         "source.client.ssl.key.location": "/etc/kafka/a-client.pem",
-        "source.client.ssl.endpoint.identification.algorithm": "none",
+        "source.client.unsafe.skip.hostname.verification": "true",
         "source.client.ssl.key.password": "pem-key-secret",
         "target.client.ssl.ca.location": "/etc/kafka/b-ca.pem"}),
     Case("08-jks-truststore.properties", {"source.client.security.protocol": "SSL",
@@ -125,7 +125,10 @@ CASES = [
          warnings=("producer.compression.type", "consumer.max.poll.records")),
     Case("34-custom-separator.properties", {"remote:orders": "a_orders", "replication_policy.separator": "_",
                                             "replication_policy.internal_separator_enabled": False}),
-    Case("35-oauthbearer.properties", errors=("b.sasl.jaas.config",)),
+    Case("35-oauthbearer.properties", {"target.client": {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example.internal/token",
+        "sasl.oauthbearer.client.id": "mm2", "sasl.oauthbearer.client.secret": "oauth-secret"}}),
     Case("36-source-alias-renamed.properties", errors=("a->b.source.cluster.alias",)),
     Case("37-bang-comments-and-escaped-keys.properties", {"source.bootstrap_servers": "a.example.internal:9092",
                                                          "groups.include": ["team-alpha"]}),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
+from typing import Any
 
 from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
-from mirror_engine.plan import ClusterSpec, MigrationPlan, load_plan
+from mirror_engine.plan import ClusterSpec, MigrationPlan, load_plan, render_client_config
 
 
 class MigrationPlanHook:
@@ -25,13 +26,22 @@ class MigrationPlanHook:
         return KafkaClusterHook(spec.conn_id).client_config() if spec.conn_id else mask_client_secrets(
             spec.client_config())
 
-    def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+    def raw_client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The settings as written (connection extras or plan), for a child process to read again."""
         return self._config(self.plan.source), self._config(self.plan.target)
+
+    def client_configs(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """confluent-kafka settings rendered from the security model; refused settings fail here."""
+        source, target = self.raw_client_configs()
+        where = {spec.alias: (f"connection '{spec.conn_id}' extra" if spec.conn_id else "client")
+                 for spec in (self.plan.source, self.plan.target)}
+        return (render_client_config(self.plan.source.alias, source, where[self.plan.source.alias]),
+                render_client_config(self.plan.target.alias, target, where[self.plan.target.alias]))
 
     def process_env(self) -> dict[str, str]:
         """Environment for a process started for this plan (engine, spark-submit): the settings as JSON, so
         secrets travel in the child's environment, never on a command line, in a file or in the log."""
-        source, target = self.client_configs()
+        source, target = self.raw_client_configs()
         return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}
 
 

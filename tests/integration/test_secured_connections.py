@@ -1,0 +1,105 @@
+"""Airflow connections holding a TLS cluster's settings, inline PEM included: the plan hook renders them for the
+engine, and Spark's Java client logs in with them (the inline key reaching it only through a 0600 file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+from kafka_local.cluster import KafkaCluster
+from mirror_engine.clusters import describe_cluster
+from mirror_engine.plan import PlanError
+
+pytestmark = pytest.mark.integration
+
+
+def _inline_pem_extra(cluster: KafkaCluster) -> dict[str, str]:
+    files = cluster.tls_files
+    return {"bootstrap.servers": cluster.bootstrap, "security.protocol": "SSL", "ssl.ca.pem": files.ca.read_text(),
+            "ssl.certificate.pem": files.client_certificate.read_text(), "ssl.key.pem": files.client_key.read_text(),
+            "ssl.key.password": cluster.client_config()["ssl.key.password"]}
+
+
+def _plan_file(tmp_path, source: KafkaCluster, target: KafkaCluster) -> str:
+    plan = {"name": "conn", "source": {"alias": "src", "conn_id": "tls_source"},
+            "target": {"alias": "tgt", "conn_id": "tls_target"}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return str(path)
+
+
+def test_connections_with_inline_pem_reach_the_cluster_from_the_engine_and_spark(mtls_pair, spark, tmp_path,
+                                                                                   monkeypatch):
+    from kafka_migration.hooks.plan import MigrationPlanHook
+
+    from spark_jobs.cluster_access import check_logins, kafka_source_options, plan_security
+
+    source, target = mtls_pair
+    for conn_id, cluster in (("TLS_SOURCE", source), ("TLS_TARGET", target)):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id}", json.dumps({"conn_type": "kafka",
+                                                                  "extra": _inline_pem_extra(cluster)}))
+    hook = MigrationPlanHook(_plan_file(tmp_path, source, target))
+    source_config, target_config = hook.client_configs()
+    assert describe_cluster("src", source_config).broker_count == 1
+    assert describe_cluster("tgt", target_config).broker_count == 1
+
+    # A Spark job started by the DAG reads the same settings from its environment (never its command line).
+    for name, value in hook.process_env().items():
+        monkeypatch.setenv(name, value)
+    models = plan_security(hook.plan)
+    options = [kafka_source_options(model) for model in models]
+    for option in options:
+        assert not any("PRIVATE KEY" in value for value in option.values())
+        keystore = option["kafka.ssl.keystore.location"]
+        assert stat.S_IMODE(os.stat(keystore).st_mode) == 0o600
+    check_logins(spark, list(zip(models, options, strict=True)))
+
+
+def test_a_connection_turning_off_the_host_name_check_is_refused_naming_it(mtls_pair, tmp_path, monkeypatch):
+    from kafka_migration.hooks.plan import MigrationPlanHook
+
+    source, target = mtls_pair
+    monkeypatch.setenv("AIRFLOW_CONN_TLS_SOURCE", json.dumps({"conn_type": "kafka", "extra": {
+        **_inline_pem_extra(source), "ssl.endpoint.identification.algorithm": "none"}}))
+    target_connection = {"conn_type": "kafka", "extra": _inline_pem_extra(target)}
+    monkeypatch.setenv("AIRFLOW_CONN_TLS_TARGET", json.dumps(target_connection))
+    with pytest.raises(PlanError) as caught:
+        MigrationPlanHook(_plan_file(tmp_path, source, target)).client_configs()
+    assert "connection 'tls_source' extra.ssl.endpoint.identification.algorithm" in str(caught.value)
+    assert "unsafe.skip.hostname.verification" in str(caught.value)
+    assert "PRIVATE KEY" not in str(caught.value)
+
+
+def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scram_ssl_pair, spark):
+    from mirror_engine.cluster_security import ClusterSecurity
+    from spark_jobs.cluster_access import ClusterLoginError, check_logins, kafka_source_options
+
+    source, _ = scram_ssl_pair
+    model = ClusterSecurity.read("dc1", {**source.client_config("alice"), "sasl.password": "wrong-password"})
+    with pytest.raises(ClusterLoginError) as caught:
+        check_logins(spark, [(model, kafka_source_options(model))])
+    message = str(caught.value)
+    assert message.startswith(f"cluster 'dc1' ({source.bootstrap}) refused the login of Spark's Kafka source")
+    assert "SCRAM-SHA-512" in message and "wrong-password" not in message
+
+
+def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_path():
+    """The jars are resolved from Maven Central (cached): an MSK cluster cannot be reached from here."""
+    import zipfile
+
+    from mirror_engine.cluster_security import ClusterSecurity
+    from spark_jobs.session import job_jars, kafka_connector_jars
+
+    msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+                                       "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
+    plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker:9093"})
+    assert job_jars(plain) == kafka_connector_jars()
+    jars = job_jars(plain, msk)
+    classes = {name for jar in jars if "aws-msk-iam-auth" in jar for name in zipfile.ZipFile(jar).namelist()}
+    assert "software/amazon/msk/auth/iam/IAMLoginModule.class" in classes
+    assert "software/amazon/msk/auth/iam/IAMClientCallbackHandler.class" in classes
+    assert not any(os.path.basename(jar).startswith(("jackson-databind-", "slf4j-")) for jar in jars)
