@@ -33,7 +33,14 @@ from mirror_engine.progress import load_progress
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
 from mirror_engine.replication.copier import RecordCopier
-from mirror_engine.replication.delivery import AtLeastOnce, DeliveryMode, Transactional, transactional_id
+from mirror_engine.replication.delivery import (
+    FENCED,
+    FENCED_BY_ANOTHER,
+    AtLeastOnce,
+    DeliveryMode,
+    Transactional,
+    transactional_id,
+)
 from mirror_engine.replication.faults import EngineError, Faults, OutageWatch
 from mirror_engine.replication.membership import Membership, SingleProcess, WorkerGroup
 from mirror_engine.replication.side_records import SideRecordWriter
@@ -161,6 +168,11 @@ class Replicator:
     def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
         """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
         self._build()
+        # Before the stored progress is read: starting the delivery fences this flow's previous producer, and a
+        # transaction it was committing when it died completes only then (its commit may be in flight), so the
+        # progress read afterwards includes it; read before, it would be older than the target's records.
+        log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
+        self.delivery.start()
         with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
             stored = reader.submit(load_progress, self.target_config, self.topics.progress)
             self.control.load()
@@ -169,8 +181,6 @@ class Replicator:
         self.assigner.source_topics = self.upkeep.prepare(self._managed_topics(), initial=True) or []
         self.assigner.initial_partitions = self.assigner.plan_partitions()
         self.membership.check_no_other_kind_runs()
-        log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
-        self.delivery.start()
         self.reporter.start_server()
         if self.flow_state != "stopped":
             self.membership.acquire()
@@ -278,7 +288,9 @@ class Replicator:
 
     # ------------------------------------------------------------------ clients' errors
     def _on_target_error(self, error: KafkaError) -> None:
-        if error.fatal():
+        if error.fatal() and error.code() in FENCED:
+            self.faults.fatal = FENCED_BY_ANOTHER
+        elif error.fatal():
             self.faults.fatal = f"the target producer hit a fatal error (nothing after the last acknowledged record " \
                                 f"counts as copied): {error.str()}"
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:

@@ -74,16 +74,19 @@ class SideRecordWriter:
                 self.send_sync(state, state.acked_source, state.acked_target)
 
     def on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None and error.code() in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
+            return  # purged by an aborted transaction or a fatal producer error, which says why itself
         if message.topic() == self.topics.offset_syncs:
             sync = OffsetSync.from_record(message.key(), message.value())
-            if error is not None:
-                self.faults.fatal = f"writing offset-sync for {sync.topic}[{sync.partition}] failed: {error.str()}"
+            if error is not None:  # the first fatal error says why: later ones are its echoes (purged records)
+                self.faults.fatal = self.faults.fatal or \
+                    f"writing offset-sync for {sync.topic}[{sync.partition}] failed: {error.str()}"
                 return
             state = self.states.get((sync.topic, sync.partition))
             if state is not None and state.syncs_in_flight and state.syncs_in_flight[0][0] == sync.upstream_offset:
                 state.syncs_in_flight.popleft()
         elif error is not None:
-            self.faults.fatal = f"writing to {message.topic()} on the target failed: {error.str()}"
+            self.faults.fatal = self.faults.fatal or f"writing to {message.topic()} on the target failed: {error.str()}"
 
     # ------------------------------------------------------------------ progress
     def write_progress(self, keys: list[TopicPartitionKey] | None = None, force: bool = False) -> None:

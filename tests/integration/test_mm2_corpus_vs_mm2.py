@@ -32,8 +32,6 @@ DELIBERATE = {
     "25-flow-unknown-alias.properties": "a flow naming a cluster not in clusters",
     # With no flow enabled MM2 still runs, emitting heartbeats only; the engine has nothing to copy.
     "26-no-enabled-flow.properties": "no enabled flow",
-    # OAUTHBEARER's Java login module and callback handler have no librdkafka equivalent the reader can build.
-    "35-oauthbearer.properties": "an OAUTHBEARER login module",
     # MM2 would name remote topics after `source.cluster.alias`; the engine names them after the flow's source.
     "36-source-alias-renamed.properties": "source.cluster.alias renamed",
     # MM2 would glue the source alias to each topic name ("aorders"); the engine asks for a separator, or for
