@@ -180,6 +180,18 @@ def _jaas_plain(users: dict[str, str]) -> str:
     )
 
 
+# What every single-broker cluster of the harness sets, KRaft or ZooKeeper-era: one replica of everything.
+SINGLE_BROKER = {
+    "num.partitions": "1",
+    "auto.create.topics.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "5",
+}
+
+
 def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
     common = {
         "process.roles": "broker,controller",
@@ -187,13 +199,7 @@ def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
         "controller.quorum.voters": f"1@127.0.0.1:{cluster.controller_port}",
         "controller.listener.names": "CONTROLLER",
         "log.dirs": str(data_dir),
-        "num.partitions": "1",
-        "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "5",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "5",
+        **SINGLE_BROKER,
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kafka_local.cluster import (
     SECURED_USERS,
+    SINGLE_BROKER,
     STARTUP_TIMEOUT_S,
     SUPER_USER,
     ClusterStartError,
@@ -112,13 +113,7 @@ def broker_properties(cluster: LegacyCluster, data_dir: Path) -> str:
         "zookeeper.connect": cluster.zookeeper_connect,
         "zookeeper.connection.timeout.ms": "30000",
         "log.dirs": str(data_dir),
-        "num.partitions": "1",
-        "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "5",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "5",
+        **SINGLE_BROKER,
         "group.initial.rebalance.delay.ms": "0",
         "log.cleaner.backoff.ms": "1000",
     }
