@@ -104,6 +104,8 @@ def make_tls_files(folder: Path) -> TlsFiles:
               str(files.truststore_jks), "-storetype", "JKS", "-storepass:env", "TLS_STORE_PASS"], passwords)
         for leftover in ("server-plain.key", "client-plain.key", "ca.key"):
             (folder / leftover).unlink()
+        for entry in folder.iterdir():  # keytool sets a truststore's mode itself, whatever the umask
+            os.chmod(entry, 0o600)
     finally:
         os.umask(old_umask)
     return files
