@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 TopicPartitionKey = tuple[str, int]
 T = TypeVar("T")
+ENGINE_GROUP_PREFIX = "mirror-engine."  # the engines' own groups: `mirror-engine.<plan>`, `...checkpoints.<plan>`
 
 
 class GroupError(RuntimeError):
@@ -32,6 +33,11 @@ class GroupState:
         return self.members > 0
 
 
+def is_engine_group(group: str) -> bool:
+    """A replication engine's own group (of any plan): never checkpointed, synced or switched."""
+    return group.startswith(ENGINE_GROUP_PREFIX)
+
+
 def list_groups(admin: AdminClient, timeout_s: float = 15.0) -> list[str]:
     """The cluster's groups; a principal without DESCRIBE on the cluster is shown only those it may describe."""
     result = admin.list_consumer_groups(request_timeout=timeout_s).result()
@@ -40,8 +46,6 @@ def list_groups(admin: AdminClient, timeout_s: float = 15.0) -> list[str]:
 
 def plan_groups(admin: AdminClient, plan: MigrationPlan) -> list[str]:
     """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
-    from mirror_engine.internal_topics import is_engine_group
-
     group_filter = plan.group_filter()
     selected = {g for g in list_groups(admin) if group_filter.accepts(g)}
     # The engines' own groups track their copy, not an application's reading: never carried over.

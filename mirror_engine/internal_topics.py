@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.mm2_formats import HEARTBEATS_TOPIC
+from mirror_engine.groups import ENGINE_GROUP_PREFIX
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.policy import HEARTBEATS_TOPIC
 from mirror_engine.topics import describe_topic_configs, wait_until_served
 
 log = logging.getLogger(__name__)
 
-ENGINE_GROUP_PREFIX = "mirror-engine."
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,6 @@ def checkpoint_lease_group(plan: MigrationPlan) -> str:
     """The consumer group on the target whose member holding the checkpoints topic writes the flow's checkpoints
     and group offsets (`checkpoint_loop`). Plan names hold no dot, so it never equals an engine group id."""
     return f"{ENGINE_GROUP_PREFIX}checkpoints.{plan.name}"
-
-
-def is_engine_group(group: str) -> bool:
-    """A replication engine's own group (of any plan): never checkpointed, synced or switched."""
-    return group.startswith(ENGINE_GROUP_PREFIX)
 
 
 def ensure_internal_topics(admin: AdminClient, topics: InternalTopics, replication_factor: int = -1) -> None:

@@ -1,4 +1,4 @@
-"""MirrorMaker 2's internal record formats (offset syncs, checkpoints, heartbeats) and topic names.
+"""MirrorMaker 2's internal record formats (offset syncs, checkpoints, heartbeats).
 
 MM2 writes these records with Kafka's wire-protocol `Struct`: the fields of a schema concatenated in
 order, big-endian integers, and STRING as an INT16 byte length followed by UTF-8 (non-nullable, at most
@@ -12,21 +12,17 @@ from typing import Self
 
 __all__ = [
     "CHECKPOINT_VERSION",
-    "HEARTBEATS_TOPIC",
     "HEARTBEAT_VERSION",
     "MAX_STRING_BYTES",
     "Checkpoint",
     "Heartbeat",
     "Mm2FormatError",
     "OffsetSync",
-    "checkpoints_topic",
-    "offset_syncs_topic",
 ]
 
 MAX_STRING_BYTES = 32767
 CHECKPOINT_VERSION = 0
 HEARTBEAT_VERSION = 0
-HEARTBEATS_TOPIC = "heartbeats"
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -37,30 +33,6 @@ _HEARTBEAT_VALUE = struct.Struct(">hq")  # version, timestamp
 
 class Mm2FormatError(ValueError):
     """A record or field that cannot be encoded to, or decoded from, MM2's wire format."""
-
-
-# Internal topic names (DefaultReplicationPolicy). Since Kafka 3.1 (KIP-690) a custom separator is used
-# in these names too; `internal_separator_enabled=False` (KIP-949) restores the older "." names.
-
-
-def _internal_separator(separator: str, internal_separator_enabled: bool) -> str:
-    return separator if internal_separator_enabled else "."
-
-
-def offset_syncs_topic(
-    other_alias: str, separator: str = ".", internal_separator_enabled: bool = True
-) -> str:
-    """Offset-syncs topic name, e.g. `mm2-offset-syncs.B.internal` (named for the *other* cluster)."""
-    sep = _internal_separator(separator, internal_separator_enabled)
-    return f"mm2-offset-syncs{sep}{other_alias}{sep}internal"
-
-
-def checkpoints_topic(
-    source_alias: str, separator: str = ".", internal_separator_enabled: bool = True
-) -> str:
-    """Checkpoints topic name on the target, e.g. `A.checkpoints.internal`."""
-    sep = _internal_separator(separator, internal_separator_enabled)
-    return f"{source_alias}{sep}checkpoints{sep}internal"
 
 
 # Encoding. The happy path is plain struct packing; errors are translated only on the failure path so

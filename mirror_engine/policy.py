@@ -7,15 +7,41 @@ these names: a replicator that names differently cannot hand over to or from MM2
 
 from typing import Protocol
 
-from mirror_engine.mm2_formats import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
-
 __all__ = [
+    "HEARTBEATS_TOPIC",
     "DefaultReplicationPolicy",
     "IdentityReplicationPolicy",
     "ReplicationPolicy",
+    "checkpoints_topic",
     "is_cycle",
     "make_policy",
+    "offset_syncs_topic",
 ]
+
+HEARTBEATS_TOPIC = "heartbeats"
+
+# Internal topic names (DefaultReplicationPolicy). Since Kafka 3.1 (KIP-690) a custom separator is used
+# in these names too; `internal_separator_enabled=False` (KIP-949) restores the older "." names.
+
+
+def _internal_separator(separator: str, internal_separator_enabled: bool) -> str:
+    return separator if internal_separator_enabled else "."
+
+
+def offset_syncs_topic(
+    other_alias: str, separator: str = ".", internal_separator_enabled: bool = True
+) -> str:
+    """Offset-syncs topic name, e.g. `mm2-offset-syncs.B.internal` (named for the *other* cluster)."""
+    sep = _internal_separator(separator, internal_separator_enabled)
+    return f"mm2-offset-syncs{sep}{other_alias}{sep}internal"
+
+
+def checkpoints_topic(
+    source_alias: str, separator: str = ".", internal_separator_enabled: bool = True
+) -> str:
+    """Checkpoints topic name on the target, e.g. `A.checkpoints.internal`."""
+    sep = _internal_separator(separator, internal_separator_enabled)
+    return f"{source_alias}{sep}checkpoints{sep}internal"
 
 
 class ReplicationPolicy(Protocol):

@@ -23,8 +23,7 @@ from mirror_engine.checkpoints import Checkpointer, translate_group
 from mirror_engine.clusters import admin_client
 from mirror_engine.fencing import fence_problem
 from mirror_engine.flow_watch import FlowWatch
-from mirror_engine.groups import GroupError, committed_offsets, describe_group
-from mirror_engine.internal_topics import is_engine_group
+from mirror_engine.groups import GroupError, committed_offsets, describe_group, is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.status import flow_problems
 from mirror_engine.switched import group_already_switched

@@ -28,8 +28,7 @@ from mirror_engine.acls import group_fence, topic_write_fence
 from mirror_engine.clusters import admin_client
 from mirror_engine.fencing import FENCE_OPTION, place_fence, remove_fence
 from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.groups import commit_offsets, committed_offsets, describe_group
-from mirror_engine.internal_topics import is_engine_group
+from mirror_engine.groups import commit_offsets, committed_offsets, describe_group, is_engine_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.reports import ReportStore
 from mirror_engine.switched import group_already_switched, stored_report

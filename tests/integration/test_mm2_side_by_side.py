@@ -35,7 +35,8 @@ from mirror_engine.groups import commit_offsets
 from mirror_engine.internal_reader import read_to_end
 from mirror_engine.internal_topics import checkpoint_lease_group
 from mirror_engine.mm2_config import read_mm2_config
-from mirror_engine.mm2_formats import HEARTBEATS_TOPIC, Heartbeat
+from mirror_engine.mm2_formats import Heartbeat
+from mirror_engine.policy import HEARTBEATS_TOPIC
 from mirror_engine.topics import describe_topic_configs, topic_overrides
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics

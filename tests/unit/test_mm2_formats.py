@@ -9,14 +9,12 @@ import struct
 import pytest
 
 from mirror_engine.mm2_formats import (
-    HEARTBEATS_TOPIC,
     Checkpoint,
     Heartbeat,
     Mm2FormatError,
     OffsetSync,
-    checkpoints_topic,
-    offset_syncs_topic,
 )
+from mirror_engine.policy import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
 
 
 def wire_string(value: str) -> bytes:
