@@ -45,6 +45,7 @@ demo-ui: setup
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+	PYTHONPATH=plugins $(BIN)/lint-imports
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -q tests/unit

@@ -29,8 +29,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster, start_pair
-from mirror_engine.engine import Replicator
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 
 PARTITIONS = 8
 

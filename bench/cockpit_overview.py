@@ -26,10 +26,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
 from kafka_local.cluster import start_pair
-from mirror_engine import flow_view
-from mirror_engine.engine import Replicator
-from mirror_engine.flow_view import FlowView
+from mirror_engine.observe import FlowView, flow_view
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 
 
 def main() -> None:

@@ -36,9 +36,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster, start_pair
-from mirror_engine.engine import Replicator
+from mirror_engine.observe import replication_lag
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.status import replication_lag
+from mirror_engine.replication import Replicator
 
 PARTITIONS = 8
 PRODUCER_SETTINGS = {

@@ -45,10 +45,10 @@ from vs_mm2 import cluster_section, print_table, stop_clusters
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import memory_bytes
-from mirror_engine.checkpoints import Checkpointer
-from mirror_engine.internal_topics import InternalTopics
+from mirror_engine.cutover import Checkpointer
+from mirror_engine.flow import InternalTopics
+from mirror_engine.kafka import list_offsets, wait_until_served
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.topics import list_offsets, wait_until_served
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = [sys.executable, "-m", "mirror_engine.cli"]

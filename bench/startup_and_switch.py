@@ -101,7 +101,8 @@ class Bytecode:
 
     def __init__(self, workdir: Path, codes: list[Code]) -> None:
         self.prefixes = {state: workdir / f"pycache-{state}" for state in BYTECODE_STATES}
-        warm = "import mirror_engine.cli, mirror_engine.engine, mirror_engine.switch, mirror_engine.prepare"
+        warm = ("import mirror_engine.cli, mirror_engine.replication.engine, mirror_engine.cutover.switch, "
+                "mirror_engine.prepare.target")
         for code in codes:
             subprocess.run([sys.executable, "-c", warm], check=True, cwd=workdir,
                            env=self._env(code, self.prefixes["cached"], write=True))
@@ -366,15 +367,15 @@ def serve_switch(plan_file: str) -> int:
     """The in-process way: build a GroupSwitcher once, then switch each group named on stdin, one JSON line each."""
     from startup_trace import STEPS, install
 
-    from mirror_engine.clusters import describe_plan_clusters
+    from mirror_engine.cutover import GroupSwitcher
+    from mirror_engine.kafka import describe_plan_clusters
     from mirror_engine.plan import load_plan
-    from mirror_engine.switch import GroupSwitcher
 
     plan = load_plan(plan_file)
     source_config, target_config = plan.client_configs()
     describe_plan_clusters(plan, source_config, target_config)
     steps: list[tuple[str, float, float]] = []
-    install([step for step in STEPS if step[0] in ("mirror_engine.switch", "mirror_engine.reports")
+    install([step for step in STEPS if step[0] in ("mirror_engine.cutover.switch", "mirror_engine.observe.reports")
              and "__init__" not in step[1]],
             lambda step, began, ended: steps.append((step, began, ended)))
     switcher = GroupSwitcher(plan, source_config, target_config)

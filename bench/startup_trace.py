@@ -34,11 +34,11 @@ STEPS = [
     ("mirror_engine.replication.clients", "ensure_internal_topics", "  internal topics check"),
     ("mirror_engine.replication.clients", "topic_limits", "  internal topics' limits"),
     ("mirror_engine.replication.clients", "EngineClients.connect", "engine clients built"),
-    ("mirror_engine.control", "ControlChannel.load", "control topic loaded"),
-    ("mirror_engine.engine", "load_progress", "progress loaded"),
-    ("mirror_engine.prepare", "describe_plan_clusters", "  describe both clusters (preparation)"),
-    ("mirror_engine.prepare", "read_source_state", "  source state read"),
-    ("mirror_engine.prepare", "read_target_state", "  target state read"),
+    ("mirror_engine.flow.control", "ControlChannel.load", "control topic loaded"),
+    ("mirror_engine.replication.engine", "load_progress", "progress loaded"),
+    ("mirror_engine.prepare.target", "describe_plan_clusters", "  describe both clusters (preparation)"),
+    ("mirror_engine.prepare.target", "read_source_state", "  source state read"),
+    ("mirror_engine.prepare.target", "read_target_state", "  target state read"),
     ("mirror_engine.replication.target_upkeep", "plan_preparation", "  target preparation planned"),
     ("mirror_engine.replication.target_upkeep", "apply_actions", "  target changes applied"),
     ("mirror_engine.replication.target_upkeep", "TargetUpkeep.prepare", "target prepared"),
@@ -52,17 +52,17 @@ STEPS = [
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.assign_new", "partitions assigned"),
     # switch-group
-    ("mirror_engine.switch", "GroupSwitcher.__init__", "switcher built"),
-    ("mirror_engine.switch", "describe_group", "  group described"),
-    ("mirror_engine.switch", "_wait_group_empty", "group empty on the source"),
-    ("mirror_engine.switch", "committed_offsets", "  group offsets read"),
-    ("mirror_engine.switch", "FlowMapping.refresh", "  mapping refreshed"),
-    ("mirror_engine.switch", "GroupSwitcher._wait_until_copied", "copied past the group's offsets"),
-    ("mirror_engine.switch", "commit_offsets", "offsets committed on the target"),
-    ("mirror_engine.switch", "list_offsets", "  source ends listed"),
-    ("mirror_engine.switch", "GroupSwitcher._prove_all", "every partition proven"),
-    ("mirror_engine.reports", "ReportStore.read", "  stored reports read"),
-    ("mirror_engine.switch", "GroupSwitcher._store", "report stored"),
+    ("mirror_engine.cutover.switch", "GroupSwitcher.__init__", "switcher built"),
+    ("mirror_engine.cutover.switch", "describe_group", "  group described"),
+    ("mirror_engine.cutover.switch", "_wait_group_empty", "group empty on the source"),
+    ("mirror_engine.cutover.switch", "committed_offsets", "  group offsets read"),
+    ("mirror_engine.cutover.switch", "FlowMapping.refresh", "  mapping refreshed"),
+    ("mirror_engine.cutover.switch", "GroupSwitcher._wait_until_copied", "copied past the group's offsets"),
+    ("mirror_engine.cutover.switch", "commit_offsets", "offsets committed on the target"),
+    ("mirror_engine.cutover.switch", "list_offsets", "  source ends listed"),
+    ("mirror_engine.cutover.switch", "GroupSwitcher._prove_all", "every partition proven"),
+    ("mirror_engine.observe.reports", "ReportStore.read", "  stored reports read"),
+    ("mirror_engine.cutover.switch", "GroupSwitcher._store", "report stored"),
 ]
 
 Sink = Callable[[str, float, float], None]  # (step, began, ended), time.time() stamps
@@ -106,7 +106,7 @@ def install(steps: list[tuple[str, str, str]], sink: Sink = mark) -> None:
 def mark_first_copy(sink: Sink = mark) -> None:
     """One mark when the engine first hands consumed records to its copier."""
     try:
-        from mirror_engine.replication.copier import RecordCopier
+        from mirror_engine.replication import RecordCopier
     except ImportError:
         return
     copy = RecordCopier.copy
@@ -128,7 +128,9 @@ def main() -> int:
     cli = importlib.import_module("mirror_engine.cli")
     mark("import mirror_engine.cli", began)
     began = time.time()
-    importlib.import_module("mirror_engine.switch" if "switch-group" in sys.argv else "mirror_engine.engine")
+    command_module = ("mirror_engine.cutover.switch" if "switch-group" in sys.argv
+                      else "mirror_engine.replication.engine")
+    importlib.import_module(command_module)
     mark("import the command's modules", began)
     install(STEPS)
     mark_first_copy()

@@ -27,12 +27,11 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster, start_pair
-from mirror_engine.checkpoints import Checkpointer
-from mirror_engine.engine import Replicator
-from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.groups import committed_offsets
+from mirror_engine.cutover import Checkpointer, GroupSwitcher
+from mirror_engine.flow import FlowMapping
+from mirror_engine.kafka import committed_offsets
 from mirror_engine.plan import MigrationPlan, plan_from_dict
-from mirror_engine.switch import GroupSwitcher
+from mirror_engine.replication import Replicator
 
 PARTITIONS = 8
 TOPIC = "payments"

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from demo.run_demo import load_source  # noqa: E402
 from kafka_local.cluster import start_pair  # noqa: E402
-from mirror_engine.engine import Replicator  # noqa: E402
 from mirror_engine.plan import load_plan  # noqa: E402
+from mirror_engine.replication import Replicator  # noqa: E402
 
 
 def main() -> None:

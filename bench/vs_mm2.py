@@ -47,8 +47,8 @@ from kafka_local.mm2 import (
     stop_process,
     wait_for_records,
 )
+from mirror_engine.kafka import wait_until_served
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.topics import wait_until_served
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 8

@@ -19,8 +19,15 @@ from vs_mm2 import EngineProcess, print_table, stop_clusters, wait_for_group_coo
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import MirrorMakerSettings, start_mirror_maker
-from mirror_engine.acls import Acl, create_acls, read_acls
-from mirror_engine.topics import describe_topic_configs, list_topic_metadata, topic_overrides, wait_until_served
+from mirror_engine.kafka import (
+    Acl,
+    create_acls,
+    describe_topic_configs,
+    list_topic_metadata,
+    read_acls,
+    topic_overrides,
+    wait_until_served,
+)
 
 # name -> (partitions, topic configs); every config differs from the broker default.
 TOPICS: dict[str, tuple[int, dict[str, str]]] = {

@@ -38,8 +38,7 @@ from vs_mm2 import (
 
 from kafka_local.cluster import KafkaCluster
 from kafka_local.mm2 import MirrorMakerSettings, count_records, start_mirror_maker, wait_for_records
-from mirror_engine.groups import GroupError, committed_offsets
-from mirror_engine.topics import list_offsets
+from mirror_engine.kafka import GroupError, committed_offsets, list_offsets
 
 ENGINE_TOPIC = f"source.{TOPIC}"  # the default policy under the engine plan's source alias
 CONTENDERS = {"MM2": TOPIC, "engine": ENGINE_TOPIC}

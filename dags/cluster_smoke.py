@@ -27,7 +27,7 @@ def kafka_cluster_smoke() -> None:
     def describe(conn_param: str, params: dict | None = None) -> dict:
         from kafka_migration.hooks.cluster import KafkaClusterHook
 
-        from mirror_engine.clusters import describe_cluster
+        from mirror_engine.kafka import describe_cluster
 
         assert params is not None
         conn_id = params[conn_param]

@@ -176,7 +176,7 @@ def migrate(env: dict[str, str], source: KafkaCluster, target: KafkaCluster, tra
     os.environ.update(env)  # connections for Airflow, in this process
     from airflow.dag_processing.dagbag import DagBag
 
-    from mirror_engine.groups import committed_offsets
+    from mirror_engine.kafka import committed_offsets
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("kafka_migration__demo")
     watcher = StageWatcher(dag.dag_id, say)

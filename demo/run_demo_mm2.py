@@ -25,10 +25,10 @@ from quiet import Quiet
 from run_demo import compare, live_traffic, load_source, run_step
 
 from kafka_local.cluster import start_pair
-from mirror_engine.groups import GroupError, committed_offsets
-from mirror_engine.heartbeats import last_heartbeat
-from mirror_engine.mm2_config import read_mm2_config
-from mirror_engine.readiness import CheckpointsCurrent, LagAtMost, ReadinessCheck
+from mirror_engine.cutover import CheckpointsCurrent, LagAtMost, ReadinessCheck
+from mirror_engine.kafka import GroupError, committed_offsets
+from mirror_engine.mm2 import read_mm2_config
+from mirror_engine.observe import last_heartbeat
 
 ROOT = Path(__file__).resolve().parent.parent
 MM2_FILE = ROOT / "demo" / "mm2.properties"

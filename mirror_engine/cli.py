@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException
 
-from mirror_engine.clusters import ClusterUnreachable, describe_cluster, describe_plan_clusters
-from mirror_engine.control import FLOW_ACTIONS
+from mirror_engine.flow import FLOW_ACTIONS, managed_target_topics
+from mirror_engine.kafka import ClusterUnreachable, describe_cluster, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
-from mirror_engine.progress import managed_target_topics
-from mirror_engine.secrets import RedactingFilter, masked, redact
+from mirror_engine.security import RedactingFilter, masked, redact
 
 if TYPE_CHECKING:
     from mirror_engine.prepare import PreparePlan
@@ -31,7 +30,7 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
     """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file). The MM2 reader's
     warnings are printed, one line each, also when it refuses the file (they may say why)."""
     if args.mm2_config:
-        from mirror_engine.mm2_config import Mm2PlanError, read_mm2_config
+        from mirror_engine.mm2 import Mm2PlanError, read_mm2_config
 
         try:
             imported = read_mm2_config(args.mm2_config, flow=args.flow)
@@ -120,8 +119,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     loop with engine.run_checkpoints, config and ACL sync at their own intervals."""
     import signal
 
-    from mirror_engine.dedicated import BesideTheCopy
-    from mirror_engine.engine import EngineError, Replicator, default_worker_id
+    from mirror_engine.replication import BesideTheCopy, EngineError, Replicator, default_worker_id
 
     plan = load_plan_argument(args)
     overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
@@ -157,7 +155,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_latency(args: argparse.Namespace) -> int:
     import time
 
-    from mirror_engine.heartbeats import LatencyError, last_heartbeat, measure_latency
+    from mirror_engine.observe import LatencyError, last_heartbeat, measure_latency
 
     plan = load_plan_argument(args)
     source_config, target_config = _reachable(plan)
@@ -183,8 +181,8 @@ def _cmd_checkpoint(args: argparse.Namespace) -> int:
     refuses, naming the process that writes them."""
     from dataclasses import asdict
 
-    from mirror_engine.checkpoint_loop import CheckpointLoop, LeaseRefused
-    from mirror_engine.engine import default_worker_id
+    from mirror_engine.cutover import CheckpointLoop, LeaseRefused
+    from mirror_engine.replication import default_worker_id
 
     plan = load_plan_argument(args)
     loop = CheckpointLoop(plan, *_reachable(plan), holder=f"mirror-engine-checkpoint-{default_worker_id()}")
@@ -219,7 +217,7 @@ def _switch_output(report: object, path: str | None) -> None:
 
 
 def _cmd_switch_group(args: argparse.Namespace) -> int:
-    from mirror_engine.switch import GroupSwitcher, SwitchError
+    from mirror_engine.cutover import GroupSwitcher, SwitchError
 
     plan = load_plan_argument(args)
     switcher = GroupSwitcher(plan, *_reachable(plan),
@@ -237,7 +235,7 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
 
 
 def _cmd_switch_producers(args: argparse.Namespace) -> int:
-    from mirror_engine.switch import SwitchError, switch_producers
+    from mirror_engine.cutover import SwitchError, switch_producers
 
     plan = load_plan_argument(args)
     try:
@@ -251,7 +249,7 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
 
 
 def _cmd_flows(args: argparse.Namespace) -> int:
-    from mirror_engine.control import ControlChannel
+    from mirror_engine.flow import ControlChannel
 
     plan = load_plan_argument(args)
     _source, target_config = _reachable(plan)
@@ -263,7 +261,7 @@ def _cmd_flows(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from mirror_engine.status import flow_problems, read_worker_statuses, render_flow_status, replication_lag
+    from mirror_engine.observe import flow_problems, read_worker_statuses, render_flow_status, replication_lag
 
     plan = load_plan_argument(args)
     source_config, target_config = _reachable(plan)

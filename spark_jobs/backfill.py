@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from mirror_engine.times import aware_time
+from mirror_engine.plan import aware_time
 
 log = logging.getLogger("spark_jobs.backfill")
 
@@ -62,10 +62,9 @@ def parse_bound(value: str | None) -> int | datetime | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mirror_engine.clusters import admin_client
-    from mirror_engine.control import ControlChannel
+    from mirror_engine.flow import ControlChannel
+    from mirror_engine.kafka import admin_client, list_offsets
     from mirror_engine.plan import PlanError, load_plan
-    from mirror_engine.topics import list_offsets
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plan", required=True)
@@ -186,11 +185,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _store_progress(plan: Any, target_config: dict[str, str], parts: list[PartitionBackfill]) -> None:
     """The offset-syncs of what was copied, then each partition's progress at the end of its range."""
-    from mirror_engine.clusters import admin_client
-    from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
-    from mirror_engine.mm2_formats import OffsetSync
-    from mirror_engine.progress import PartitionProgress
-    from mirror_engine.topics import list_offsets
+    from mirror_engine.flow import InternalTopics, PartitionProgress, ensure_internal_topics
+    from mirror_engine.kafka import admin_client, list_offsets
+    from mirror_engine.mm2 import OffsetSync
 
     topics = InternalTopics.for_plan(plan)
     admin = admin_client(target_config)

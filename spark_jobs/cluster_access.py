@@ -1,6 +1,6 @@
 """How a Spark job reaches a plan's clusters: the security model rendered as Kafka source options, checked once.
 
-The options come from the same model as the engine's librdkafka settings (`mirror_engine.cluster_security`),
+The options come from the same model as the engine's librdkafka settings (`mirror_engine.security.model`),
 read from the settings as written (the plan, or what the Airflow task put in the job's environment).
 Before any read, `check_logins` logs in to each cluster with the Java client Spark itself uses, so a login
 that cannot succeed ends the job at once with a sentence naming the cluster and the setting, instead of
@@ -14,10 +14,8 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from mirror_engine.cluster_security import ClusterSecurity, SecurityError
-from mirror_engine.java_client import oauth_urls
 from mirror_engine.plan import MigrationPlan, PlanError
-from mirror_engine.secrets import redact
+from mirror_engine.security import ClusterSecurity, SecurityError, oauth_urls, redact
 
 log = logging.getLogger(__name__)
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"

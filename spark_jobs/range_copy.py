@@ -1,7 +1,7 @@
 """The backfill's Spark task: copy Arrow batches of one source partition's range to its target partition.
 
 Spark's Kafka source hands each task one Kafka partition in offset order, as Arrow record batches. The
-task writes them through the copy contract (`mirror_engine.copy_contract`): an idempotent, gapless
+task writes them through the copy contract (`mirror_engine.replication.copy_contract`): an idempotent, gapless
 producer, the same partition number, key, value, headers and timestamp, and an offset-sync wherever
 (target - source) changes. Per record it does one `produce()` and nothing else: columns are turned into
 Python lists once per batch, the order check is one vectorised comparison per batch, the sync rule is
@@ -19,7 +19,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from mirror_engine.copy_contract import SyncOnDelta, produce_when_room, target_producer_settings
+from mirror_engine.replication import SyncOnDelta, produce_when_room, target_producer_settings
 
 SUMMARY_SCHEMA = "topic string, partition int, records long, written long, syncs string"
 

@@ -59,7 +59,7 @@ def msk_iam_jars() -> list[str]:
 
 def job_jars(*models: object) -> list[str]:
     """The jars a job reading these clusters needs: the Kafka connector, and the MSK IAM login when one uses it."""
-    from mirror_engine.cluster_security import MskIamLogin
+    from mirror_engine.security import MskIamLogin
 
     jars = kafka_connector_jars()
     if any(isinstance(getattr(model, "login", None), MskIamLogin) for model in models):

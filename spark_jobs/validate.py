@@ -18,12 +18,11 @@ from collections.abc import Callable
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from mirror_engine.cluster_security import ClusterSecurity
-from mirror_engine.clusters import admin_client
-from mirror_engine.flow_mapping import FlowMapping
+from mirror_engine.flow import FlowMapping
+from mirror_engine.kafka import admin_client, describe_topic_configs, list_offsets
+from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
-from mirror_engine.reports import ReportStore
-from mirror_engine.topics import describe_topic_configs, list_offsets
+from mirror_engine.security import ClusterSecurity
 from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
 from spark_jobs.validation import (
     PartitionRange,

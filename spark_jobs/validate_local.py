@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
 
-from mirror_engine.copy_contract import fingerprint
-from mirror_engine.topic_tail import SHORT_FETCH_WAIT
+from mirror_engine.kafka import SHORT_FETCH_WAIT
+from mirror_engine.replication import fingerprint
 from spark_jobs.record_pairing import pair_partition
 from spark_jobs.validation import (
     MAX_MISMATCHES,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from mirror_engine.cluster_security import ClusterSecurity
+from mirror_engine.security import ClusterSecurity
 from spark_jobs.record_pairing import FINDINGS_SCHEMA, PartitionFindings
 
 FIRST_FEW = 5  # offsets listed per kind of problem and partition
@@ -106,7 +106,7 @@ class ValidationReport:
 # ------------------------------------------------------------------ reading and fingerprinting
 def kafka_options(security: ClusterSecurity) -> dict[str, str]:
     """Spark Kafka source options for a cluster: its security model rendered for the Java client
-    (`mirror_engine.java_client`: JAAS values escape backslashes and double quotes)."""
+    (`mirror_engine.security.java_client`: JAAS values escape backslashes and double quotes)."""
     from spark_jobs.cluster_access import kafka_source_options
 
     return kafka_source_options(security)

@@ -1,1 +1,38 @@
-"""The replication engine's parts, composed by `mirror_engine.engine.Replicator` (see its docstring)."""
+"""The replication engine: the copy and what runs beside it (MirrorMaker 2's dedicated mode), its clients, copier,
+offset-sync writer, delivery modes, membership, assigner and restart."""
+
+from mirror_engine.replication.beside_the_copy import BesideTheCopy, periodic_work
+from mirror_engine.replication.copier import RecordCopier
+from mirror_engine.replication.copy_contract import (
+    SyncOnDelta,
+    fingerprint,
+    produce_when_room,
+    target_producer_settings,
+)
+from mirror_engine.replication.engine import EngineError, Replicator, default_worker_id
+from mirror_engine.replication.memory import IdleTrim
+from mirror_engine.replication.partition_state import PartitionState
+from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
+from mirror_engine.replication.supervision import SupervisionError, find_engine, start_detached, stop_engine
+
+__all__ = [
+    "BesideTheCopy",
+    "EngineError",
+    "IdleTrim",
+    "PartitionState",
+    "Reconciled",
+    "RecordCopier",
+    "Replicator",
+    "SourceWalk",
+    "SupervisionError",
+    "SyncOnDelta",
+    "TargetTail",
+    "default_worker_id",
+    "find_engine",
+    "fingerprint",
+    "periodic_work",
+    "produce_when_room",
+    "start_detached",
+    "stop_engine",
+    "target_producer_settings",
+]

@@ -15,19 +15,18 @@ from collections.abc import Callable
 from confluent_kafka import TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_engine.control import ControlChannel
-from mirror_engine.partition_state import FAR, PartitionState
+from mirror_engine.flow import ControlChannel, PartitionProgress, load_progress
+from mirror_engine.kafka import describe_topic_configs, list_offsets
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.progress import PartitionProgress, load_progress
 from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
 from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.replication.partition_state import FAR, PartitionState
 from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
 from mirror_engine.replication.side_records import SideRecordWriter
-from mirror_engine.topics import describe_topic_configs, list_offsets
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 

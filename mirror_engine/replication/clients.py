@@ -2,7 +2,7 @@
 
 The source consumer reads committed records only, never resets a position silently, and keeps a small
 prefetch (bounded in messages and bytes, so a flow far behind the source does not make the process
-grow). The target producer follows the copy contract (`mirror_engine.copy_contract`); its batches are
+grow). The target producer follows the copy contract (`mirror_engine.replication.copy_contract`); its batches are
 capped at the smallest `max.message.bytes` of the topics it writes, and it is rebuilt when a topic with
 a lower limit joins the flow.
 """
@@ -17,13 +17,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
-from mirror_engine.clusters import admin_client, describe_cluster
-from mirror_engine.copy_contract import target_producer_settings
-from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
+from mirror_engine.flow import InternalTopics, ensure_internal_topics
+from mirror_engine.kafka import admin_client, describe_cluster, describe_topic_configs
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.topics import describe_topic_configs
+from mirror_engine.replication.copy_contract import target_producer_settings
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 # The consumer's prefetch per partition and in all: enough to keep the copy busy, little enough that
 # a backlog of small records (where librdkafka's per-message overhead dwarfs the payload) stays small.

@@ -19,7 +19,7 @@ from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.side_records import SideRecordWriter
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 

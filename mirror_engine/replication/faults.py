@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 
 class EngineError(RuntimeError):

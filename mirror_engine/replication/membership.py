@@ -13,15 +13,15 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from mirror_engine.internal_topics import engine_group_id
-from mirror_engine.partition_state import PartitionState
+from mirror_engine.flow import engine_group_id
 from mirror_engine.plan import EngineSpec, MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.replication.partition_state import PartitionState
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 
@@ -155,7 +155,7 @@ class WorkerGroup(Membership):
 
     def check_no_other_kind_runs(self) -> None:
         """Beside a single engine of the same flow, workers would copy its partitions twice."""
-        from mirror_engine.status import is_live, read_worker_statuses
+        from mirror_engine.observe import is_live, read_worker_statuses
 
         singles = [s["worker"] for s in read_worker_statuses(self.plan, self.clients.target_config, window_s=60)
                    if s["mode"] == "single" and is_live(s) and s["worker"] != self.worker_id]

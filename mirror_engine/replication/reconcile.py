@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Message, TopicPartition
 
-from mirror_engine.copy_contract import SyncOnDelta, fingerprint
+from mirror_engine.replication.copy_contract import SyncOnDelta, fingerprint
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 NOTHING = b""  # no record where one was expected: matches no fingerprint

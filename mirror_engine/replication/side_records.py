@@ -13,12 +13,11 @@ from collections.abc import Callable
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from mirror_engine.copy_contract import produce_when_room
-from mirror_engine.internal_topics import InternalTopics
-from mirror_engine.mm2_formats import Heartbeat, OffsetSync
-from mirror_engine.partition_state import PartitionState
-from mirror_engine.progress import PartitionProgress
+from mirror_engine.flow import InternalTopics, PartitionProgress
+from mirror_engine.mm2 import Heartbeat, OffsetSync
+from mirror_engine.replication.copy_contract import produce_when_room
 from mirror_engine.replication.faults import Faults
+from mirror_engine.replication.partition_state import PartitionState
 
 TopicPartitionKey = tuple[str, int]
 

@@ -1,6 +1,6 @@
 """The status reporter: what the engine tells the world (status topic, loopback HTTP, its log).
 
-The snapshot's fields are described in `mirror_engine.status`; the status topic is how every other
+The snapshot's fields are described in `mirror_engine.observe.status`; the status topic is how every other
 component (sensors, the cockpit, `mirror-engine status`) sees a worker.
 """
 
@@ -15,14 +15,14 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from mirror_engine.partition_state import PartitionState
+from mirror_engine.kafka import list_offsets
+from mirror_engine.observe import StatusServer
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import EngineError, Faults
-from mirror_engine.status_http import StatusServer
-from mirror_engine.topics import list_offsets
+from mirror_engine.replication.partition_state import PartitionState
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 
@@ -93,7 +93,7 @@ class StatusReporter:
 
     # ------------------------------------------------------------------ snapshot
     def build(self, exiting: bool = False) -> dict:
-        """This worker's status snapshot (see `mirror_engine.status`)."""
+        """This worker's status snapshot (see `mirror_engine.observe.status`)."""
         now_ms = int(time.time() * 1000)
         now = time.monotonic()
         base_time, base = self._rate_base

@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import time
 
+from mirror_engine.flow import managed_target_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.prepare import Action, apply_actions, plan_preparation, render_actions
-from mirror_engine.progress import managed_target_topics
+from mirror_engine.prepare import Action, TargetConfigs, apply_actions, plan_preparation, render_actions
 from mirror_engine.replication.faults import EngineError, Faults
-from mirror_engine.target_configs import TargetConfigs
 
-log = logging.getLogger("mirror_engine.engine")
+log = logging.getLogger("mirror_engine.replication.engine")
 
 
 class TargetUpkeep:

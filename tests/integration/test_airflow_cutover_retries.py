@@ -22,10 +22,9 @@ import pytest
 import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.acls import group_fence, read_acls
-from mirror_engine.groups import committed_offsets
+from mirror_engine.kafka import committed_offsets, group_fence, read_acls
+from mirror_engine.observe import ReportStore
 from mirror_engine.plan import load_plan
-from mirror_engine.reports import ReportStore
 from tests.integration.airflow_services import ROOT, AirflowServices
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics

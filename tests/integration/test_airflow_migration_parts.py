@@ -13,8 +13,8 @@ import yaml
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.engine import Replicator
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
@@ -142,7 +142,7 @@ def test_checkpoints_trigger_syncs_groups_until_current_on_the_target(kafka_pair
     from confluent_kafka import Consumer
     from kafka_migration.triggers.readiness import ReadinessTrigger
 
-    from mirror_engine.groups import committed_offsets
+    from mirror_engine.kafka import committed_offsets
 
     source, target = kafka_pair
     topic, group = f"{unique_name}-ck", f"{unique_name}-app"

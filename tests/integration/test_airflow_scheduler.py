@@ -27,9 +27,9 @@ import yaml
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.groups import committed_offsets
+from mirror_engine.kafka import committed_offsets
+from mirror_engine.observe import ReportStore
 from mirror_engine.plan import load_plan
-from mirror_engine.reports import ReportStore
 from tests.integration.airflow_services import REPORTS, ROOT, AirflowServices
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics
@@ -322,7 +322,7 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None
     """While the run's engine copies: the cockpit's overview shows the lag of records written while the flow is
     paused, and, without a reload, the lag falling to 0 once it is resumed; the migration page refreshes itself
     and shows every partition and the group's checkpoints."""
-    from mirror_engine.control import ControlChannel
+    from mirror_engine.flow import ControlChannel
     from mirror_engine.plan import load_plan
     from tests.integration.airflow_services import browser_page
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from confluent_kafka.admin import NewTopic
 
-from mirror_engine.control import ControlChannel
-from mirror_engine.engine import Replicator
+from mirror_engine.flow import ControlChannel
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 from spark_jobs import backfill
 from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, plan_dict

@@ -13,10 +13,10 @@ import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from mirror_engine.engine import Replicator
+from mirror_engine.cutover import LagAtMost
+from mirror_engine.kafka import list_offsets
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.readiness import LagAtMost
-from mirror_engine.topics import list_offsets
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, plan_dict
 

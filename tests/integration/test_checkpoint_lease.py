@@ -19,10 +19,9 @@ import yaml
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from mirror_engine.checkpoint_loop import CheckpointLease, LeaseRefused, lease_holder
-from mirror_engine.clusters import admin_client
-from mirror_engine.groups import GroupError, commit_offsets, committed_offsets
-from mirror_engine.internal_topics import InternalTopics, checkpoint_lease_group, ensure_internal_topics
+from mirror_engine.cutover import CheckpointLease, LeaseRefused, lease_holder
+from mirror_engine.flow import InternalTopics, checkpoint_lease_group, ensure_internal_topics
+from mirror_engine.kafka import GroupError, admin_client, commit_offsets, committed_offsets
 from mirror_engine.plan import plan_from_dict
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, plan_dict
@@ -123,9 +122,9 @@ def test_workers_run_one_checkpoint_loop_and_another_takes_it_over_after_a_kill_
 
 
 def test_the_airflow_checkpoint_check_only_reads_while_a_process_holds_the_lease(kafka_pair, unique_name):
-    from mirror_engine.engine import Replicator
-    from mirror_engine.readiness import CheckpointsCurrent
-    from mirror_engine.topics import list_offsets
+    from mirror_engine.cutover import CheckpointsCurrent
+    from mirror_engine.kafka import list_offsets
+    from mirror_engine.replication import Replicator
 
     source, target = kafka_pair
     topic, group = f"{unique_name}-t", f"{unique_name}-g"

@@ -94,7 +94,7 @@ def test_good_plan_dry_run_then_apply_through_the_cli(kafka_pair, unique_name, t
 
 
 def test_example_mm2_file_is_understood(monkeypatch):
-    from mirror_engine.mm2_config import load_mm2_config
+    from mirror_engine.mm2 import load_mm2_config
 
     plan = load_mm2_config(Path(__file__).resolve().parents[2] / "migrations" / "mm2-example.properties")
     assert (plan.source.alias, plan.target.alias) == ("src", "tgt")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+from mirror_engine.kafka import ClusterUnreachable, describe_cluster
 
 pytestmark = pytest.mark.integration
 

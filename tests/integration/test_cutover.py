@@ -11,16 +11,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from mirror_engine.acls import Acl, create_acls, group_fence, read_acls
-from mirror_engine.checkpoints import Checkpointer
-from mirror_engine.engine import Replicator
-from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.groups import committed_offsets
-from mirror_engine.internal_reader import read_to_end
-from mirror_engine.internal_topics import InternalTopics
-from mirror_engine.mm2_formats import Checkpoint
-from mirror_engine.reports import ReportStore
-from mirror_engine.switch import (
+from mirror_engine.cutover import (
+    Checkpointer,
     GroupSwitcher,
     SwitchError,
     fingerprint,
@@ -28,7 +20,11 @@ from mirror_engine.switch import (
     records_around_all,
     switch_producers,
 )
-from mirror_engine.topics import list_offsets
+from mirror_engine.flow import FlowMapping, InternalTopics
+from mirror_engine.kafka import Acl, committed_offsets, create_acls, group_fence, list_offsets, read_acls, read_to_end
+from mirror_engine.mm2 import Checkpoint
+from mirror_engine.observe import ReportStore
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, produce_transactions, read_partition, wait_for_compaction_gaps
 from tests.integration.plans import create_topics, make_plan
 

@@ -11,11 +11,10 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.engine import Replicator
-from mirror_engine.groups import committed_offsets
-from mirror_engine.readiness import build_check
-from mirror_engine.reports import ReportStore
-from mirror_engine.switch import GroupSwitcher, SwitchError, switch_producers
+from mirror_engine.cutover import GroupSwitcher, SwitchError, build_check, switch_producers
+from mirror_engine.kafka import committed_offsets
+from mirror_engine.observe import ReportStore
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, make_plan
 

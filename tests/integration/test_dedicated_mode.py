@@ -10,10 +10,9 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from mirror_engine.dedicated import BesideTheCopy
-from mirror_engine.engine import Replicator
-from mirror_engine.mm2_config import import_mm2_properties
-from mirror_engine.topics import describe_topic_configs, topic_overrides
+from mirror_engine.kafka import describe_topic_configs, topic_overrides
+from mirror_engine.mm2 import import_mm2_properties
+from mirror_engine.replication import BesideTheCopy, Replicator
 from tests.integration.plans import create_topics
 
 pytestmark = pytest.mark.integration

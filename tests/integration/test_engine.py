@@ -9,14 +9,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from mirror_engine import copy_contract
-from mirror_engine.engine import Replicator
-from mirror_engine.internal_reader import read_to_end
-from mirror_engine.internal_topics import InternalTopics
-from mirror_engine.mm2_formats import Heartbeat, OffsetSync
-from mirror_engine.offset_map import OffsetMap
+from mirror_engine.flow import InternalTopics, OffsetMap, load_progress
+from mirror_engine.kafka import read_to_end
+from mirror_engine.mm2 import Heartbeat, OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.progress import load_progress
+from mirror_engine.replication import Replicator, copy_contract
 from tests.integration.kafka_data import (
     produce,
     produce_transactions,

@@ -22,8 +22,8 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.flow import FlowMapping
+from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import MigrationPlan, plan_from_dict
 from tests.integration.kafka_data import end_offsets, produce_transactions, read_partition
 from tests.integration.plans import create_topics, plan_dict
@@ -178,7 +178,7 @@ def test_a_foreign_tail_on_the_target_is_not_counted_and_is_said(kafka_pair, uni
     stored progress, names the partition in a warning and counts it in the status."""
     from confluent_kafka import Producer
 
-    from mirror_engine.engine import Replicator
+    from mirror_engine.replication import Replicator
 
     source, target = kafka_pair
     create_topics(source, [NewTopic(unique_name, 1, 1)])

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from kafka_local.cluster import restart_cluster, start_cluster
-from mirror_engine.engine import Replicator
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 

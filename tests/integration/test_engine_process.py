@@ -14,11 +14,10 @@ import pytest
 import yaml
 from confluent_kafka.admin import NewTopic
 
-from mirror_engine.engine import Replicator
-from mirror_engine.heartbeats import LatencyError, last_heartbeat, measure_latency
-from mirror_engine.internal_topics import InternalTopics
+from mirror_engine.flow import InternalTopics, load_progress
+from mirror_engine.observe import LatencyError, last_heartbeat, measure_latency
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.progress import load_progress
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, make_plan, plan_dict
 
@@ -103,7 +102,7 @@ def test_latency_needs_heartbeats_copied(kafka_pair, unique_name):
 
 
 def test_pause_and_resume_through_the_control_topic(kafka_pair, unique_name):
-    from mirror_engine.control import ControlChannel
+    from mirror_engine.flow import ControlChannel
 
     source, target = kafka_pair
     topic = f"{unique_name}-pause"

@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.engine import Replicator
-from mirror_engine.record_sizes import batch_size_alone
-from mirror_engine.status import read_worker_statuses
+from mirror_engine.kafka import batch_size_alone
+from mirror_engine.observe import read_worker_statuses
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 

@@ -18,9 +18,9 @@ from confluent_kafka.admin import (
 )
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.acls import Acl, read_acls
-from mirror_engine.engine import Replicator
+from mirror_engine.kafka import Acl, read_acls
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import cluster_section, create_topics, make_plan, plan_dict
 

@@ -17,12 +17,11 @@ import yaml
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.acls import group_fence, read_acls, topic_write_fence
-from mirror_engine.control import ControlChannel
-from mirror_engine.engine import Replicator
-from mirror_engine.groups import committed_offsets
+from mirror_engine.cutover import GroupSwitcher, SwitchError, switch_producers
+from mirror_engine.flow import ControlChannel
+from mirror_engine.kafka import committed_offsets, group_fence, read_acls, topic_write_fence
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.switch import GroupSwitcher, SwitchError, switch_producers
+from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, plan_dict
 
@@ -149,7 +148,7 @@ def test_dag_fence_task_and_preflight_say_the_source_cannot_be_fenced(kafka_pair
     with pytest.raises(AirflowSkipException):
         FenceGroupOperator(task_id="fence", plan_path=str(plan_file), group=group, fence=False).execute(fencing)
     # The wait for the fence fails at once instead of waiting out its timeout.
-    from mirror_engine.readiness import GroupReadyToSwitch
+    from mirror_engine.cutover import GroupReadyToSwitch
 
     check = GroupReadyToSwitch(plan_from_dict(yaml.safe_load(plan_file.read_text())), source.client_config(),
                                target.client_config(), group=group, fence=True)
@@ -174,7 +173,7 @@ def test_rollback_on_a_secured_source_touches_no_acl_when_the_switch_set_no_fenc
 
 
 def test_the_authorizer_is_seen_by_any_principal(kafka_pair, secured_pair):
-    from mirror_engine.fencing import has_authorizer
+    from mirror_engine.kafka import has_authorizer
 
     assert not has_authorizer(AdminClient(kafka_pair[0].client_config()))
     assert has_authorizer(AdminClient(secured_pair[0].client_config()))

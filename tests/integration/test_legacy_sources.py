@@ -22,10 +22,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from mirror_engine.acls import Acl, create_acls, delete_acls, read_acls
-from mirror_engine.engine import Replicator
-from mirror_engine.groups import committed_offsets
+from mirror_engine.kafka import Acl, committed_offsets, create_acls, delete_acls, read_acls
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
 from spark_jobs import validate
 from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import cluster_section, create_topics

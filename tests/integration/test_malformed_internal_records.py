@@ -10,15 +10,18 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from mirror_engine import internal_reader
-from mirror_engine.clusters import admin_client
-from mirror_engine.control import ControlChannel
-from mirror_engine.flow_mapping import FlowMapping
-from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
-from mirror_engine.mm2_formats import OffsetSync
-from mirror_engine.progress import PartitionProgress, load_progress, progress_key
-from mirror_engine.reports import ReportStore
-from mirror_engine.status import WorkerStatusFeed, read_worker_statuses, render_flow_status
+from mirror_engine.flow import (
+    ControlChannel,
+    FlowMapping,
+    InternalTopics,
+    PartitionProgress,
+    ensure_internal_topics,
+    load_progress,
+    progress_key,
+)
+from mirror_engine.kafka import admin_client, internal_reader
+from mirror_engine.mm2 import OffsetSync
+from mirror_engine.observe import ReportStore, WorkerStatusFeed, read_worker_statuses, render_flow_status
 from tests.integration.plans import make_plan
 
 pytestmark = [pytest.mark.integration]
@@ -68,7 +71,7 @@ def test_every_internal_topic_reader_skips_counts_and_says_once_what_is_malforme
                                     (b"validation:noise", b"\xff\xfe")])
     ReportStore(plan, config).put("validation", "good", {"clean": True})
 
-    caplog.set_level(logging.WARNING, logger="mirror_engine.internal_reader")
+    caplog.set_level(logging.WARNING, logger="mirror_engine.kafka.internal_reader")
     assert load_progress(config, topics.progress) == {("orders", 0): good_progress}
     control = ControlChannel(plan, config)
     control.load()

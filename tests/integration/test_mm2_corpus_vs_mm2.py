@@ -13,7 +13,7 @@ import os
 import pytest
 
 from kafka_local.mm2_config_check import Mm2Verdict, check_mm2_files
-from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import PlanError
 from tests.unit.test_mm2_config_corpus import CORPUS, ENVIRONMENT
 

@@ -31,13 +31,10 @@ from kafka_local.mm2 import (
     wait_for_records,
 )
 from kafka_local.mm2_client import translate_offsets
-from mirror_engine.groups import commit_offsets
-from mirror_engine.internal_reader import read_to_end
-from mirror_engine.internal_topics import checkpoint_lease_group
-from mirror_engine.mm2_config import read_mm2_config
-from mirror_engine.mm2_formats import Heartbeat
-from mirror_engine.policy import HEARTBEATS_TOPIC
-from mirror_engine.topics import describe_topic_configs, topic_overrides
+from mirror_engine.flow import checkpoint_lease_group
+from mirror_engine.kafka import commit_offsets, describe_topic_configs, read_to_end, topic_overrides
+from mirror_engine.mm2 import Heartbeat, read_mm2_config
+from mirror_engine.plan import HEARTBEATS_TOPIC
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics
 

@@ -166,7 +166,7 @@ def test_replication_factor_above_target_broker_count_is_a_problem(kafka_pair, u
 
 def test_preparing_a_cluster_onto_itself_is_refused_by_cluster_id_before_reading_topics(kafka_pair, unique_name):
     """The Airflow stages call plan_preparation directly: it must refuse what the CLI refuses."""
-    from mirror_engine.clusters import SameClusterError
+    from mirror_engine.kafka import SameClusterError
     from mirror_engine.plan import plan_from_dict
     from tests.integration.plans import plan_dict
 

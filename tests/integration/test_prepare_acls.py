@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirror_engine.acls import Acl, desired_target_acls, read_acls
+from mirror_engine.kafka import Acl, desired_target_acls, read_acls
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.prepare import apply_actions, plan_preparation
 from tests.integration.plans import create_topics, make_plan, plan_dict

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from mirror_engine import reports
-from mirror_engine.reports import MAX_REPORT_BYTES, ReportStore, bounded
+from mirror_engine.observe import MAX_REPORT_BYTES, ReportStore, bounded, reports
 from tests.integration.plans import make_plan
 
 pytestmark = [pytest.mark.integration]
@@ -51,8 +50,8 @@ def test_bounded_keeps_a_small_report_as_it_is():
 
 
 def test_the_cockpit_sees_a_group_fenced_on_the_source_before_its_switch(secured_pair, kafka_pair, unique_name):
-    from mirror_engine.flow_view import FlowView
-    from mirror_engine.switch import GroupSwitcher
+    from mirror_engine.cutover import GroupSwitcher
+    from mirror_engine.observe import FlowView
 
     for (source, target), fenced in ((secured_pair, True), (kafka_pair, False)):
         group = f"{unique_name}-app"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.clusters import describe_cluster
+from mirror_engine.kafka import describe_cluster
 from mirror_engine.plan import PlanError
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,7 @@ def test_a_connection_turning_off_the_host_name_check_is_refused_naming_it(mtls_
 
 
 def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scram_ssl_pair, spark):
-    from mirror_engine.cluster_security import ClusterSecurity
+    from mirror_engine.security import ClusterSecurity
     from spark_jobs.cluster_access import ClusterLoginError, check_logins, kafka_source_options
 
     source, _ = scram_ssl_pair
@@ -91,7 +91,7 @@ def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_
     """The jars are resolved from Maven Central (cached): an MSK cluster cannot be reached from here."""
     import zipfile
 
-    from mirror_engine.cluster_security import ClusterSecurity
+    from mirror_engine.security import ClusterSecurity
     from spark_jobs.session import job_jars, kafka_connector_jars
 
     msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",

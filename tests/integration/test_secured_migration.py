@@ -15,7 +15,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.groups import committed_offsets
+from mirror_engine.kafka import committed_offsets
 from spark_jobs import validate
 from tests.integration.kafka_data import produce
 from tests.integration.plans import create_topics, plan_dict

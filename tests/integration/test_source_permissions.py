@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirror_engine.acls import Acl, read_acls
+from mirror_engine.kafka import Acl, read_acls
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.prepare import plan_preparation
 from tests.integration.kafka_data import produce, read_partition

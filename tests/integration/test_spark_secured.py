@@ -18,8 +18,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from mirror_engine.cluster_security import ClusterSecurity
-from mirror_engine.security_reader import read_security
+from mirror_engine.security import ClusterSecurity, read_security
 from spark_jobs.validation import kafka_options
 from tests.integration.kafka_data import produce
 

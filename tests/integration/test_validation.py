@@ -10,12 +10,11 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.engine import Replicator
-from mirror_engine.internal_topics import InternalTopics, ensure_internal_topics
-from mirror_engine.mm2_formats import OffsetSync
+from mirror_engine.flow import InternalTopics, PartitionProgress, ensure_internal_topics
+from mirror_engine.mm2 import OffsetSync
+from mirror_engine.observe import ReportStore
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.progress import PartitionProgress
-from mirror_engine.reports import ReportStore
+from mirror_engine.replication import Replicator
 from spark_jobs import validate
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, plan_dict

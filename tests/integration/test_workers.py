@@ -19,9 +19,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.flow_mapping import FlowMapping
+from mirror_engine.flow import FlowMapping
+from mirror_engine.observe import read_worker_statuses, replication_lag
 from mirror_engine.plan import MigrationPlan, plan_from_dict
-from mirror_engine.status import read_worker_statuses, replication_lag
 from tests.integration.kafka_data import end_offsets, produce, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
@@ -202,7 +202,7 @@ def test_kill_9_during_a_rebalance_copies_each_record_once(kafka_pair, unique_na
 
 
 def test_pause_resume_and_stop_reach_every_worker(kafka_pair, unique_name, tmp_path):
-    from mirror_engine.control import ControlChannel
+    from mirror_engine.flow import ControlChannel
 
     source, target = kafka_pair
     flow = Flow(source, target, f"{unique_name}-ctl", tmp_path)
@@ -290,7 +290,7 @@ def test_status_topic_cli_and_prometheus_metrics(kafka_pair, unique_name, tmp_pa
         assert status["worker"] == "w1" and status["lag"] == 0 and len(status["partitions"]) == PARTITIONS
 
         # The lag shows while records wait to be copied, and falls back to 0.
-        from mirror_engine.control import ControlChannel
+        from mirror_engine.flow import ControlChannel
 
         ControlChannel(flow.plan, target.client_config()).set_flow_state("paused")
         flow.wait(lambda: flow.statuses()["w1"]["state"] == "paused", "the pause", 30)
@@ -309,7 +309,7 @@ def test_status_topic_cli_and_prometheus_metrics(kafka_pair, unique_name, tmp_pa
 
 
 def test_a_worker_refuses_to_start_beside_a_single_engine_of_the_flow(kafka_pair, unique_name, tmp_path):
-    from mirror_engine.engine import Replicator
+    from mirror_engine.replication import Replicator
 
     source, target = kafka_pair
     flow = Flow(source, target, f"{unique_name}-single", tmp_path)

@@ -3,7 +3,7 @@ behind never does; the sentence says which bound, the live lag and whether it co
 
 from __future__ import annotations
 
-from mirror_engine.catch_up import CatchUpBounds, CatchUpGate, LagSample, catch_up_sentence
+from mirror_engine.cutover import CatchUpBounds, CatchUpGate, LagSample, catch_up_sentence
 from mirror_engine.plan import plan_from_dict
 
 PLAN = {"name": "p", "source": {"alias": "a", "bootstrap_servers": "a:9092"},

@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from mirror_engine.cluster_security import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError
 from mirror_engine.plan import PlanError, plan_from_dict
+from mirror_engine.security import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError
 
 BOOT = {"bootstrap.servers": "broker:9093"}
 

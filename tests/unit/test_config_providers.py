@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_engine.config_providers import ConfigProviderError, ConfigProviders
+from mirror_engine.mm2 import ConfigProviderError, ConfigProviders
 
 FILE = "org.apache.kafka.common.config.provider.FileConfigProvider"
 DIRECTORY = "org.apache.kafka.common.config.provider.DirectoryConfigProvider"

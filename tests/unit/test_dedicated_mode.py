@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mirror_engine.cli import load_plan_argument, printable
-from mirror_engine.dedicated import periodic_work
-from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import PlanError, plan_from_dict
+from mirror_engine.replication import periodic_work
 
 MINIMAL = "clusters = a, b\na.bootstrap.servers = h:1\nb.bootstrap.servers = h:2\na->b.enabled = true\n"
 

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 
 from confluent_kafka import Message
 
-from mirror_engine.checkpoints import translate_group
-from mirror_engine.control import ControlChanges, ControlChannel
-from mirror_engine.mm2_formats import OffsetSync
-from mirror_engine.offset_map import OffsetMap
-from mirror_engine.partition_state import PartitionState
+from mirror_engine.cutover import translate_group
+from mirror_engine.flow import ControlChanges, ControlChannel, OffsetMap
+from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import PartitionState
 
 PLAN = {
     "name": "shop",

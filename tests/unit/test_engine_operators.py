@@ -1,5 +1,5 @@
-"""The Airflow tasks that start and stop the detached engine call `mirror_engine.supervision`: a pid that now
-belongs to another process is neither taken for the engine nor signalled."""
+"""The Airflow tasks that start and stop the detached engine call `mirror_engine.replication.supervision`: a pid
+that now belongs to another process is neither taken for the engine nor signalled."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mirror_engine.copy_contract import SyncOnDelta, fingerprint
-from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
+from mirror_engine.replication import Reconciled, SourceWalk, SyncOnDelta, TargetTail, fingerprint
 
 
 def _fp(i: int) -> bytes:

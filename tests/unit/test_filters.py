@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from mirror_engine.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.plan import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
 
 
 def test_include_all_accepts_any_name() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_engine.jaas_config import JaasConfigError, parse_jaas_config
+from mirror_engine.security import JaasConfigError, parse_jaas_config
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SECRET = "mirror-secret"

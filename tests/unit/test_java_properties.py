@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_engine.java_properties import PropertiesError, load_properties, parse_properties_text
+from mirror_engine.mm2 import PropertiesError, load_properties, parse_properties_text
 
 
 def test_separators_equals_colon_and_whitespace():

@@ -1,4 +1,4 @@
-"""Java key and trust stores converted for librdkafka (`mirror_engine.keystores`), on stores made by keytool."""
+"""Java key and trust stores converted for librdkafka (`mirror_engine.security.keystores`), on keytool's stores."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from mirror_engine.keystores import KeystoreError, keystore_to_pem, private_dir, remove_private_dir, truststore_to_pem
-from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.mm2 import import_mm2_properties
+from mirror_engine.security import KeystoreError, keystore_to_pem, private_dir, remove_private_dir, truststore_to_pem
 
 MAKE_STORES = Path(__file__).resolve().parent / "mm2_corpus" / "secrets" / "tls" / "make-stores.sh"
 STORE_PASSWORD, KEY_PASSWORD = "changeit", "corpus-key-secret"
@@ -134,7 +134,7 @@ def test_remove_private_dir_removes_the_converted_files(stores: Path):
 
 _CONVERT = """
 import os, signal, sys
-from mirror_engine.keystores import truststore_to_pem
+from mirror_engine.security.keystores import truststore_to_pem
 print(truststore_to_pem(sys.argv[1], "PKCS12", "changeit", "t").parent, flush=True)
 if sys.argv[2] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)

@@ -1,6 +1,6 @@
 """The engine's idle trim: once per idle spell, never while records are copied."""
 
-from mirror_engine.memory import IdleTrim
+from mirror_engine.replication import IdleTrim
 
 
 class Clock:

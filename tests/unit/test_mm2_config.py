@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror_engine.mm2_config import (
+from mirror_engine.mm2 import (
     Mm2Import,
     import_mm2_properties,
     load_mm2_config,

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from mirror_engine.keystores import private_dir
-from mirror_engine.mm2_config import import_mm2_properties
+from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import MigrationPlan, PlanError
+from mirror_engine.security import private_dir
 
 CORPUS = Path(__file__).resolve().parent / "mm2_corpus"
 # Secrets the corpus holds or the environment gives: no message may show them.

@@ -8,13 +8,8 @@ import struct
 
 import pytest
 
-from mirror_engine.mm2_formats import (
-    Checkpoint,
-    Heartbeat,
-    Mm2FormatError,
-    OffsetSync,
-)
-from mirror_engine.policy import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
+from mirror_engine.mm2 import Checkpoint, Heartbeat, Mm2FormatError, OffsetSync
+from mirror_engine.plan import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
 
 
 def wire_string(value: str) -> bytes:

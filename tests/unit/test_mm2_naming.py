@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from mirror_engine.mm2_config import Mm2Import, import_mm2_properties
-from mirror_engine.mm2_settings import CONNECTOR, SECURITY
+from mirror_engine.mm2 import CONNECTOR, SECURITY, Mm2Import, import_mm2_properties
 from mirror_engine.plan import PlanError
 
 LEGACY = """\

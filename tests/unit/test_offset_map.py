@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mirror_engine.mm2_formats import OffsetSync
-from mirror_engine.offset_map import OffsetMap, PartitionOffsetMap
+from mirror_engine.flow import OffsetMap, PartitionOffsetMap
+from mirror_engine.mm2 import OffsetSync
 
 SEEDS = (1, 7, 42, 2024, 31337)
 

@@ -2,12 +2,7 @@
 
 import pytest
 
-from mirror_engine.policy import (
-    DefaultReplicationPolicy,
-    IdentityReplicationPolicy,
-    is_cycle,
-    make_policy,
-)
+from mirror_engine.plan import DefaultReplicationPolicy, IdentityReplicationPolicy, is_cycle, make_policy
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from mirror_engine.kafka import ClusterState, TopicState, topic_name_problem
 from mirror_engine.plan import PlanError, plan_from_dict
 from mirror_engine.prepare import compute_actions
-from mirror_engine.topics import ClusterState, TopicState, topic_name_problem
 
 BASE = {
     "name": "shop",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror_engine.record_sizes import (
+from mirror_engine.kafka import (
     RECORD_BATCH_OVERHEAD,
     batch_size_alone,
     header_size_bound,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_engine.schedules import schedule_problem
+from mirror_engine.plan import schedule_problem
 
 
 @pytest.mark.parametrize("schedule", [

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mirror_engine.secrets import (
-    REDACTED,
-    RedactingFilter,
-    masked,
-    redact,
-    remember_secrets,
-    without_credential_debug,
-)
+from mirror_engine.security import REDACTED, RedactingFilter, masked, redact, remember_secrets, without_credential_debug
 
 CONFIG = {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL", "sasl.username": "mirror",
           "sasl.password": "pw-one-7", "ssl.key.password": "pw-two-7",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror_engine.source_access import ACL_SYNC, CONFIG_SYNC, DATA_COPY, GROUP_OFFSET_SYNC, Denial, SourceAccess
+from mirror_engine.prepare import ACL_SYNC, CONFIG_SYNC, DATA_COPY, GROUP_OFFSET_SYNC, Denial, SourceAccess
 
 ASKED = (DATA_COPY, CONFIG_SYNC, ACL_SYNC, GROUP_OFFSET_SYNC)
 CONFIGS = Denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", "topic", ("orders",))

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_engine.cluster_security import ClusterSecurity
-from mirror_engine.jaas_config import parse_jaas_config
-from mirror_engine.security_reader import read_security
+from mirror_engine.security import ClusterSecurity, parse_jaas_config, read_security
 from spark_jobs.validation import kafka_options
 
 PASSWORDS = ["ab\\nc", 'quote"d', "back\\slash\\", "octal\\101", "two\nlines", "plain-secret", "tab\\t"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from mirror_engine.status import flow_problems, is_live, prometheus_text, render_flow_status
+from mirror_engine.observe import flow_problems, is_live, prometheus_text, render_flow_status
 
 NOW_MS = 1_800_000_000_000
 
@@ -46,7 +46,7 @@ def test_a_worker_is_live_until_silent_for_three_intervals_or_exited():
 
 
 def test_problems_name_the_worker_partition_and_reason(monkeypatch):
-    import mirror_engine.status as status_module
+    import mirror_engine.observe.status as status_module
 
     monkeypatch.setattr(status_module.time, "time", lambda: NOW_MS / 1000)
     statuses = [status("w1", [partition("a", 0, lag=5, failed="records 3..9 were deleted")]),

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from mirror_engine.supervision import SupervisionError, find_engine, start_detached, stop_engine
+from mirror_engine.replication import SupervisionError, find_engine, start_detached, stop_engine
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mirror_engine.status import flow_problems
-from mirror_engine.target_configs import ConfigNote, TargetConfigs
+from mirror_engine.observe import flow_problems
+from mirror_engine.prepare import ConfigNote, TargetConfigs
 
 UNKNOWN = "Unknown topic config name: {}"
 
@@ -61,9 +61,9 @@ def test_a_topic_the_target_refused_is_a_flow_problem_naming_it():
 def test_log_append_time_topics_left_unsynced_are_said_with_what_their_timestamps_become():
     from types import SimpleNamespace
 
+    from mirror_engine.kafka import ConfigFilter
     from mirror_engine.plan import MM2_CONFIG_EXCLUDES
-    from mirror_engine.target_configs import unsynced_log_append_time
-    from mirror_engine.topics import ConfigFilter
+    from mirror_engine.prepare import unsynced_log_append_time
 
     def entry(value: str) -> SimpleNamespace:
         return SimpleNamespace(name="message.timestamp.type", value=value)

@@ -1,7 +1,7 @@
 """The cockpit: a FastAPI app mounted in Airflow's api-server at /kafka-migrations, behind Airflow's login.
 
 Every route depends on Airflow's own `get_user` (the UI's session cookie or a bearer token), so a request
-without a valid session gets 401. Data comes from `mirror_engine.flow_view` over the plans the DAGs are
+without a valid session gets 401. Data comes from `mirror_engine.observe.flow_view` over the plans the DAGs are
 built from; one `FlowView` per plan is kept (warm clients, incremental reads), each behind its own lock.
 """
 
@@ -57,7 +57,7 @@ class Views:
                 if plan_file is None:
                     raise HTTPException(404, f"no migration plan named {plan!r} in {plans_folder()}")
                 from kafka_migration.hooks.plan import MigrationPlanHook
-                from mirror_engine.flow_view import FlowView
+                from mirror_engine.observe import FlowView
 
                 hook = MigrationPlanHook(str(plan_file))
                 view = self._views[plan] = FlowView(hook.plan, *hook.client_configs())

@@ -7,7 +7,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
-from mirror_engine.secrets import secret_values
+from mirror_engine.security import secret_values
 
 
 def mask_client_secrets(config: dict[str, str]) -> dict[str, str]:
@@ -15,7 +15,8 @@ def mask_client_secrets(config: dict[str, str]) -> dict[str, str]:
     the supervisor's show `***` instead), and return the settings.
 
     Airflow masks a connection's password field and extra keys with sensitive names only: `sasl.jaas.config`,
-    `ssl.key.pem` or settings given in the plan itself are not among them; `mirror_engine.secrets` knows them all.
+    `ssl.key.pem` or settings given in the plan itself are not among them; `mirror_engine.security.secrets` knows
+    them all.
     """
     for secret in secret_values(config):
         mask_secret(secret)

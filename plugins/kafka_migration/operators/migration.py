@@ -75,8 +75,7 @@ def _log_source_access(operator: BaseOperator, prepared: Any) -> None:
 
 def _fencing_problems(plan: Any, source: dict[str, str], params: dict[str, Any]) -> list[str]:
     """The run fences its groups on a source that cannot hold a fence (no authorizer): one sentence."""
-    from mirror_engine.clusters import admin_client
-    from mirror_engine.fencing import fence_problem
+    from mirror_engine.kafka import admin_client, fence_problem
 
     groups = params.get("groups", plan.cutover.groups) or []
     stages = params.get("stages")
@@ -94,9 +93,9 @@ class PreflightOperator(MigrationOperator):
     stage = "preflight"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.clusters import ClusterUnreachable, describe_cluster
+        from mirror_engine.flow import managed_target_topics
+        from mirror_engine.kafka import ClusterUnreachable, describe_cluster
         from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
-        from mirror_engine.progress import managed_target_topics
 
         hook = self.hook()
         plan = hook.plan
@@ -132,8 +131,8 @@ class PrepareTargetOperator(MigrationOperator):
         self.dry_run = dry_run
 
     def run(self, context: Any) -> dict:
+        from mirror_engine.flow import managed_target_topics
         from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
-        from mirror_engine.progress import managed_target_topics
 
         hook = self.hook()
         source, target = hook.client_configs()
@@ -156,7 +155,7 @@ class PrepareTargetOperator(MigrationOperator):
 
 
 def _engine_files(plan_name: str) -> tuple[Path, Path]:
-    """The engine's state file (its identity, see `mirror_engine.supervision`) and its log, for this host."""
+    """The engine's state file (its identity, see `mirror_engine.replication.supervision`) and its log, here."""
     folder = Path(os.environ.get("AIRFLOW_HOME", ".")) / "mirror-engine"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{plan_name}.pid", folder / f"{plan_name}.log"
@@ -173,7 +172,7 @@ class StartReplicationOperator(MigrationOperator):
     stage = "replicate"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.supervision import SupervisionError, find_engine, start_detached
+        from mirror_engine.replication import SupervisionError, find_engine, start_detached
 
         hook = self.hook()
         state_file, log_file = _engine_files(hook.plan.name)
@@ -200,7 +199,7 @@ class StopReplicationOperator(MigrationOperator):
     stage = "finish"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.supervision import SupervisionError, stop_engine
+        from mirror_engine.replication import SupervisionError, stop_engine
 
         state_file, log_file = _engine_files(self.hook().plan.name)
         stages = context["params"].get("stages")
@@ -231,7 +230,7 @@ class FenceGroupOperator(MigrationOperator):
         self.group, self.fence = group, fence
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.switch import GroupSwitcher, SwitchError
+        from mirror_engine.cutover import GroupSwitcher, SwitchError
 
         if str(self.fence).lower() != "true":
             raise AirflowSkipException(f"group {self.group}: not fenced (the run's fence is off)")
@@ -258,7 +257,7 @@ class SwitchGroupOperator(MigrationOperator):
         self.fence = fence
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.switch import GroupSwitcher, SwitchError
+        from mirror_engine.cutover import GroupSwitcher, SwitchError
 
         hook = self.hook()
         switcher = GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE)
@@ -288,7 +287,7 @@ class SwitchProducersOperator(MigrationOperator):
         self.topic = topic
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.switch import SwitchError, switch_producers
+        from mirror_engine.cutover import SwitchError, switch_producers
 
         hook = self.hook()
         try:
@@ -312,7 +311,7 @@ class FlowControlOperator(MigrationOperator):
         self.action = action
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.control import FLOW_ACTIONS, ControlChannel
+        from mirror_engine.flow import FLOW_ACTIONS, ControlChannel
 
         if self.action not in FLOW_ACTIONS:
             raise AirflowFailException(f"action must be one of {', '.join(FLOW_ACTIONS)}, got {self.action!r}")

@@ -1,4 +1,5 @@
-"""Deferrable sensors, one per wait of a migration; each polls a `mirror_engine.readiness` check in the triggerer.
+"""Deferrable sensors, one per wait of a migration; each polls a `mirror_engine.cutover.readiness` check in the
+triggerer.
 
 A sensor holds no worker slot while it waits: it loads the plan (a bad plan fails it at once), defers to
 `ReadinessTrigger`, and on the trigger's event succeeds, or fails with the check's reason or, at its
@@ -54,7 +55,7 @@ class ReadinessSensor(BaseSensorOperator):
         return self.check
 
     def _check_once(self, hook: MigrationPlanHook) -> Any:
-        from mirror_engine.readiness import build_check
+        from mirror_engine.cutover import build_check
 
         check = build_check(self.check, hook.plan, *hook.client_configs(), self.arguments())
         try:
@@ -124,7 +125,7 @@ def _optional(value: Any) -> str | None:
 
 
 class ReplicationLagSensor(ReadinessSensor):
-    """The catch-up gate (`mirror_engine.catch_up`): the lag at most `max_lag` records or `max_lag_s` seconds
+    """The catch-up gate (`mirror_engine.cutover.catch_up`): the lag at most `max_lag` records or `max_lag_s` seconds
     behind the source, held for the plan's settle period while the engine keeps up (lag 0 at once); each omitted
     bound is the plan's. Fails at once when an engine reports a stopped partition."""
 
@@ -147,7 +148,7 @@ class ReplicationLagSensor(ReadinessSensor):
         return arguments
 
     def waits_for(self, hook: MigrationPlanHook) -> str:
-        from mirror_engine.catch_up import CatchUpBounds
+        from mirror_engine.cutover import CatchUpBounds
 
         arguments = self.arguments()
         bounds = CatchUpBounds.from_plan(hook.plan, arguments.get("max_lag"), arguments.get("max_lag_s", "plan"))

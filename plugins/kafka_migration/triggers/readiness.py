@@ -1,4 +1,4 @@
-"""One trigger for every wait of a migration: it polls a `mirror_engine.readiness` check in the triggerer."""
+"""One trigger for every wait of a migration: it polls a `mirror_engine.cutover.readiness` check in the triggerer."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class ReadinessTrigger(BaseTrigger):
     {...}} or {"status": "timeout", "progress": str}.
 
     :param plan_path: the migration plan file.
-    :param check: the name of the check in `mirror_engine.readiness.CHECKS`.
+    :param check: the name of the check in `mirror_engine.cutover.readiness.CHECKS`.
     :param arguments: the check's own keyword arguments (JSON-able).
     :param deadline: when to give up, in seconds since the epoch.
     :param poll_interval_s: seconds between two polls.
@@ -44,7 +44,7 @@ class ReadinessTrigger(BaseTrigger):
 
     def _open(self) -> Any:
         from kafka_migration.hooks.plan import MigrationPlanHook
-        from mirror_engine.readiness import build_check
+        from mirror_engine.cutover import build_check
 
         hook = MigrationPlanHook(self.plan_path)
         return build_check(self.check, hook.plan, *hook.client_configs(), self.arguments)

@@ -1,0 +1,162 @@
+"""Checkpoints and group offset sync: consumer groups' source positions, exactly translated to the target.
+
+As MirrorMaker 2's MirrorCheckpointConnector: for each of the plan's groups, its committed source offsets
+are translated and written as MM2-format checkpoints (`<source alias>.checkpoints.internal` on the target),
+and, with `cutover.sync_group_offsets`, committed to the same group on the target while that group has
+no members there. Unlike MM2 the translation is exact (see `offset_map`), so a group switched at any
+moment resumes on the target at the very record it would have read next on the source.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import Producer
+
+from mirror_engine.flow import FlowMapping, InternalTopics, ensure_internal_topics
+from mirror_engine.kafka import GroupError, admin_client, commit_offsets, committed_offsets, describe_group, plan_groups
+from mirror_engine.mm2 import Checkpoint
+from mirror_engine.plan import MigrationPlan
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass
+class GroupTranslation:
+    """One group's committed source offsets and what they translate to on the target."""
+
+    group: str
+    translated: dict[TopicPartitionKey, int] = field(default_factory=dict)  # (target topic, partition) -> offset
+    upstream: dict[TopicPartitionKey, int] = field(default_factory=dict)  # (target topic, partition) -> source
+    pending: dict[TopicPartitionKey, int] = field(default_factory=dict)  # source offsets not copied yet
+    not_replicated: list[str] = field(default_factory=list)  # topics the group reads that the plan does not copy
+
+
+def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
+                    source_offsets: dict[TopicPartitionKey, int]) -> GroupTranslation:
+    policy = plan.policy()
+    result = GroupTranslation(group)
+    for (topic, partition), offset in sorted(source_offsets.items()):
+        if not plan.replicates_topic(topic):
+            if topic not in result.not_replicated:
+                result.not_replicated.append(topic)
+            continue
+        target = mapping.translate(topic, partition, offset)
+        if target is None:
+            result.pending[(topic, partition)] = offset
+            continue
+        key = (policy.format_remote_topic(plan.source.alias, topic), partition)
+        result.translated[key] = target
+        result.upstream[key] = offset
+    return result
+
+
+@dataclass
+class GroupSyncResult:
+    group: str
+    checkpoints: int = 0
+    committed: dict[TopicPartitionKey, int] = field(default_factory=dict)
+    skipped: str = ""  # why nothing was committed on the target, if nothing was
+    kept_ahead: list[str] = field(default_factory=list)  # partitions where the target group was already further
+    pending: int = 0  # partitions whose committed offset is not copied yet
+
+
+class Checkpointer:
+    """Emits checkpoints and syncs group offsets for one plan, once per `run_once()` or on a timer (`run()`)."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        self.plan = plan
+        self.source_admin = admin_client(source_config)
+        self.target_admin = admin_client(target_config)
+        self.topics = InternalTopics.for_plan(plan)
+        ensure_internal_topics(self.target_admin, self.topics)
+        self.mapping = FlowMapping(plan, target_config)
+        self.producer = Producer({**target_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+        self._stop = threading.Event()
+
+    def close(self) -> None:
+        self.mapping.close()
+        self.producer.flush(30)
+
+    def groups(self) -> list[str]:
+        """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
+        return plan_groups(self.source_admin, self.plan)
+
+    def run_once(self, sync_offsets: bool | None = None, *, emit_checkpoints: bool = True,
+                 groups: list[str] | None = None, keep_going: Callable[[], bool] | None = None,
+                 write: bool = True) -> list[GroupSyncResult]:
+        """One round: each group's checkpoints written (unless `emit_checkpoints` is false) and, with
+        `sync_offsets` (default cutover.sync_group_offsets), its offsets committed on the target. `groups`
+        (default: listed now) are the groups to translate; the round ends early once `keep_going()` is false.
+        With `write` false nothing is written: each result says what the round would have done (`skipped` names
+        the partitions of a group not yet at their translation on the target), for a reader while another
+        process writes (`checkpoint_loop`)."""
+        sync = self.plan.cutover.sync_group_offsets if sync_offsets is None else sync_offsets
+        self.mapping.refresh()
+        results = []
+        for group in self.groups() if groups is None else groups:
+            if keep_going is not None and not keep_going():
+                break
+            try:
+                results.append(self._checkpoint_group(group, sync, emit_checkpoints and write, write))
+            except GroupError as error:  # one group's trouble must not stop the others
+                log.error("%s", error)
+                results.append(GroupSyncResult(group, skipped=str(error)))
+        if self.producer.flush(30):
+            raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
+        return results
+
+    def _checkpoint_group(self, group: str, sync: bool, emit: bool = True, write: bool = True) -> GroupSyncResult:
+        translation = translate_group(self.plan, self.mapping, group, committed_offsets(self.source_admin, group))
+        result = GroupSyncResult(group, pending=len(translation.pending))
+        for (topic, partition), downstream in translation.translated.items() if emit else ():
+            checkpoint = Checkpoint(group, topic, partition, translation.upstream[(topic, partition)], downstream)
+            self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0)
+            result.checkpoints += 1
+        self.producer.poll(0)
+        if not sync or not translation.translated:
+            result.skipped = "" if sync else "group offset sync is off"
+            return result
+        state = describe_group(self.target_admin, group)
+        if state.active:
+            # As MM2: never move offsets under consumers that are running on the target.
+            result.skipped = f"the group has {state.members} active member(s) on the target"
+            return result
+        current = committed_offsets(self.target_admin, group)
+        wanted = {}
+        for key, offset in translation.translated.items():
+            if current.get(key, -1) > offset:
+                result.kept_ahead.append(f"{key[0]}[{key[1]}]")  # never backwards: it consumed on the target
+            elif current.get(key) != offset:
+                wanted[key] = offset
+        if not write:
+            result.skipped = (f"{len(wanted)} partition(s) not at their translation on the target yet"
+                              if wanted else "")
+            return result
+        commit_offsets(self.target_admin, group, wanted)
+        result.committed = wanted
+        return result
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, max_seconds: float | None = None) -> None:
+        """Checkpoint every `cutover.checkpoint_interval_s` until stopped."""
+        import time
+
+        started = time.monotonic()
+        while not self._stop.is_set():
+            for result in self.run_once():
+                if result.committed or result.skipped or result.pending:
+                    log.info("group %s: %d checkpoint(s), %d offset(s) committed on the target%s%s", result.group,
+                             result.checkpoints, len(result.committed),
+                             f", {result.pending} partition(s) not copied yet" if result.pending else "",
+                             f", not synced: {result.skipped}" if result.skipped else "")
+            if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                return
+            self._stop.wait(self.plan.cutover.checkpoint_interval_s)

@@ -1,0 +1,376 @@
+"""What each step of a migration waits for, asked one poll at a time: the conditions behind Airflow's sensors.
+
+Each check holds its clients open from its first `check()` to `close()`, reads only what changed since the
+last poll where it can (the flow's mapping, control and status topics), and answers a `Readiness`: done or
+not, one line saying what it waits for and how far it is, and a reason when the wait can never end well
+(a stopped partition, a group active on the target), so a sensor fails at once instead of at its timeout.
+The sensors' triggers call nothing else; whatever a check learns stays here, in the domain.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AclBindingFilter, AdminClient, OffsetSpec
+
+from mirror_engine.cutover.catch_up import (
+    FROM_PLAN,
+    CatchUpBounds,
+    CatchUpGate,
+    LagSample,
+    TimeBehind,
+    catch_up_sentence,
+)
+from mirror_engine.cutover.checkpoint_loop import lease_holder
+from mirror_engine.cutover.checkpoints import Checkpointer, translate_group
+from mirror_engine.cutover.switched import group_already_switched
+from mirror_engine.kafka import (
+    Acl,
+    GroupError,
+    admin_client,
+    committed_offsets,
+    describe_group,
+    fence_problem,
+    group_fence,
+    is_engine_group,
+    list_offsets,
+    topic_write_fence,
+)
+from mirror_engine.observe import FlowWatch, flow_problems
+from mirror_engine.plan import MigrationPlan
+
+TopicPartitionKey = tuple[str, int]
+SHOWN = 8  # partitions or groups named in one progress line; the rest are counted
+RUN_FENCE = "fence (the run's fence param)"  # how a migration run asks for fences
+
+
+@dataclass(frozen=True)
+class Readiness:
+    done: bool
+    progress: str  # what is waited for and how far it is, for a person reading the task log
+    failed: str = ""  # set when waiting longer cannot help
+    detail: dict[str, Any] = field(default_factory=dict)  # small and JSON-able (it becomes the sensor's XCom)
+
+
+def _named(items: list[str]) -> str:
+    more = len(items) - SHOWN
+    return ", ".join(items[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _acl_in_force(admin: AdminClient, acl: Acl) -> bool:
+    binding = acl.to_binding()
+    query = AclBindingFilter(binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
+                             binding.host, binding.operation, binding.permission_type)
+    return bool(admin.describe_acls(query, request_timeout=15).result())
+
+
+class ReadinessCheck:
+    """Base: built from the plan and both clusters' settings; `check()` once per poll; `close()` at the end."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        self.plan = plan
+        self.source_config, self.target_config = source_config, target_config
+        self._watch: FlowWatch | None = None
+
+    @property
+    def watch(self) -> FlowWatch:
+        if self._watch is None:
+            self._watch = FlowWatch(self.plan, self.source_config, self.target_config)
+        return self._watch
+
+    def check(self) -> Readiness:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+
+
+class ClustersAnswer(ReadinessCheck):
+    """Both clusters answer a metadata request (a cluster still starting is waited for)."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        super().__init__(plan, source_config, target_config)
+        self._admins = {plan.source.alias: admin_client(source_config), plan.target.alias: admin_client(target_config)}
+        self._bootstrap = {plan.source.alias: source_config.get("bootstrap.servers"),
+                           plan.target.alias: target_config.get("bootstrap.servers")}
+
+    def check(self) -> Readiness:
+        answers, silent = {}, []
+        for alias, admin in self._admins.items():
+            try:
+                metadata = admin.list_topics(timeout=5)
+                answers[alias] = {"cluster_id": metadata.cluster_id, "brokers": len(metadata.brokers)}
+            except KafkaException as error:
+                silent.append(f"'{alias}' at {self._bootstrap[alias]} ({error.args[0].str()})")
+        if silent:
+            return Readiness(False, "waiting for cluster " + " and ".join(silent) + " to answer")
+        ids = {alias: answer["cluster_id"] for alias, answer in answers.items()}
+        if len(set(ids.values())) == 1:
+            return Readiness(False, "", failed=f"source '{self.plan.source.alias}' and target "
+                             f"'{self.plan.target.alias}' are the same cluster (id {next(iter(ids.values()))}): "
+                             "records would be copied onto themselves")
+        return Readiness(True, "both clusters answer: " + ", ".join(
+            f"'{alias}' id {a['cluster_id']} with {a['brokers']} broker(s)" for alias, a in answers.items()),
+            detail=answers)
+
+
+class EngineCopying(ReadinessCheck):
+    """A live engine of the flow copies every partition the flow should be copying (from the status topic);
+    partitions held for their Spark backfill are not expected to be copied yet."""
+
+    def check(self) -> Readiness:
+        watch = self.watch
+        watch.refresh()
+        live = watch.live_statuses()
+        problems = flow_problems(live)
+        if problems:
+            return Readiness(False, "", failed="the flow's engines report partitions they cannot copy: "
+                             + "; ".join(problems[:SHOWN]))
+        planned = {key for key in watch.planned_partitions() if not self._held_for_backfill(key[0])}
+        copying = {(part["topic"], part["partition"]) for status in live if status["state"] == "running"
+                   for part in status["partitions"]}
+        if not live:
+            return Readiness(False, "waiting for an engine of the flow to publish its status (none live yet)")
+        paused = [status["worker"] for status in live if status["state"] != "running"]
+        missing = sorted(planned - copying)
+        if missing or paused:
+            return Readiness(False, f"{len(live)} live engine(s) copy {len(planned & copying)} of {len(planned)} "
+                             f"partition(s)" + (f"; not copied yet: {_named([f'{t}[{p}]' for t, p in missing])}"
+                                                if missing else "")
+                             + (f"; the flow is {live[0]['state']} on {_named(paused)}" if paused else ""))
+        return Readiness(True, f"{len(live)} live engine(s) copy all {len(planned)} partition(s)",
+                         detail={"engines": len(live), "partitions": len(planned)})
+
+    def _held_for_backfill(self, topic: str) -> bool:
+        snapshot = self.watch.control.backfills.get(topic)
+        return self.plan.backfills_topic(topic) and (snapshot is None or snapshot.state != "done")
+
+
+class BackfillDone(ReadinessCheck):
+    """Every partition held for the Spark backfill was copied up to its snapshot offset and handed back."""
+
+    def check(self) -> Readiness:
+        watch = self.watch
+        watch.refresh()
+        topics = sorted(t for t in watch.source_admin.list_topics(timeout=15).topics if self.plan.backfills_topic(t))
+        waiting, done = [], 0
+        for topic in topics:
+            snapshot = watch.control.backfills.get(topic)
+            if snapshot is None:
+                waiting.append(f"{topic} (no engine has recorded its snapshot yet)")
+                continue
+            for partition, (snapshot_offset, _target_start) in sorted(snapshot.partitions.items()):
+                position = watch.mapping.copied_position(topic, partition)
+                if snapshot.state == "done" and position is not None and position >= snapshot_offset:
+                    done += 1
+                else:
+                    waiting.append(f"{topic}[{partition}] copied to {position if position is not None else '-'} "
+                                   f"of {snapshot_offset}")
+        if waiting:
+            return Readiness(False, f"backfill: {done} partition(s) done; waiting for {_named(waiting)}")
+        return Readiness(True, f"backfill done: {done} partition(s) of {len(topics)} topic(s) at their snapshot",
+                         detail={"partitions": done})
+
+
+class LagAtMost(ReadinessCheck):
+    """The catch-up gate (`catch_up`): the flow's lag, from its stored progress, under the plan's bounds in
+    records or time behind, held while the engine keeps up; lag 0 at once. A stopped partition fails it.
+
+    `max_lag` (records), `max_lag_s` (None: no time bound) and `settle_s` override the plan's cutover settings."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 max_lag: int | None = None, max_lag_s: float | str | None = FROM_PLAN,
+                 settle_s: float | None = None) -> None:
+        super().__init__(plan, source_config, target_config)
+        self.bounds = CatchUpBounds.from_plan(plan, max_lag, max_lag_s, settle_s)
+        self.gate = CatchUpGate(self.bounds)
+        self._times: TimeBehind | None = None
+
+    def _behind_s(self, ends: dict[TopicPartitionKey, int], lag: dict[TopicPartitionKey, int]) -> float | None:
+        if self.bounds.max_lag_s is None:
+            return None
+        if self._times is None:
+            self._times = TimeBehind(self.source_config)
+        return self._times.behind_s({key: end - lag[key] for key, end in ends.items()}, lag)
+
+    def check(self) -> Readiness:
+        watch = self.watch
+        watch.refresh()
+        ends = watch.planned_partitions()
+        lag = watch.lag(ends)
+        total = sum(lag.values())
+        sample = LagSample(time.monotonic(), total, self._behind_s(ends, lag) if total else 0.0, sum(ends.values()))
+        passed = self.gate.observe(sample)
+        sentence = catch_up_sentence(self.bounds, sample, self.gate.trend(), self.gate.held_s(), passed)
+        detail = {"lag": total, "behind_s": None if sample.behind_s is None else round(sample.behind_s, 1)}
+        if passed:
+            return Readiness(True, sentence, detail=detail)
+        live = watch.live_statuses()
+        problems = flow_problems(live)
+        if problems:
+            return Readiness(False, "", failed=f"lag {total:,} record(s), and the flow's engines report partitions "
+                             "they cannot copy: " + "; ".join(problems[:SHOWN]), detail=detail)
+        behind = sorted(((n, f"{t}[{p}] {n:,}") for (t, p), n in lag.items() if n), reverse=True)
+        engines = f"{len(live)} live engine(s)" if live else "no live engine of the flow (is one running?)"
+        return Readiness(False, f"{sentence}; {engines}; most behind: {_named([text for _n, text in behind])}",
+                         detail=detail)
+
+    def close(self) -> None:
+        if self._times is not None:
+            self._times.close()
+        super().close()
+
+
+class CheckpointsCurrent(ReadinessCheck):
+    """Each poll runs one checkpoint round (checkpoints written, offsets synced into groups idle on the target,
+    as MirrorMaker 2's checkpoint task does on its timer) and reports whether every group the plan selects is
+    current on the target: its offsets there are the exact translation of its source offsets. Groups still
+    consuming on either cluster move on their own and are named, not waited for. While another process holds
+    the flow's checkpoint lease (a `run` or `worker` with engine.run_checkpoints, or `checkpoint`), the round
+    only reads: that process writes, and this check waits for it (`checkpoint_loop`)."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        super().__init__(plan, source_config, target_config)
+        self._checkpointer: Checkpointer | None = None
+
+    def check(self) -> Readiness:
+        if self._checkpointer is None:
+            self._checkpointer = Checkpointer(self.plan, self.source_config, self.target_config)
+        holder = lease_holder(self._checkpointer.target_admin, self.plan)
+        results = self._checkpointer.run_once(write=holder is None)
+        behind, moving, current = [], [], []
+        for result in results:
+            if result.pending:
+                behind.append(f"{result.group} ({result.pending} partition(s) not copied up to its offsets yet)")
+            elif result.skipped and "active member" in result.skipped:
+                moving.append(f"{result.group} (consuming on the target)")
+            elif describe_group(self._checkpointer.source_admin, result.group).active:
+                moving.append(f"{result.group} (consuming on the source)")
+            elif result.skipped and result.skipped != "group offset sync is off":
+                behind.append(f"{result.group} ({result.skipped})")
+            else:
+                current.append(result.group)
+        progress = f"{len(current)} group(s) current on the target"
+        if holder is not None:
+            progress += f" (written by the flow's checkpoint loop in {holder})"
+        if moving:
+            progress += f"; still consuming, not waited for: {_named(moving)}"
+        if behind:
+            return Readiness(False, progress + f"; waiting for {_named(behind)}")
+        return Readiness(True, progress, detail={"current": current, "consuming": len(moving)})
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+        super().close()
+
+
+class GroupReadyToSwitch(ReadinessCheck):
+    """A group can be switched now: no members on the source (fenced there, when asked), none on the target,
+    and the engine copied past every offset it committed."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 group: str = "", fence: bool = False) -> None:
+        super().__init__(plan, source_config, target_config)
+        self.group, self.fence = group, fence
+
+    def check(self) -> Readiness:
+        group, watch = self.group, self.watch
+        if is_engine_group(group):
+            return Readiness(False, "", failed=f"{group!r} is a replication engine's own group: it is never switched")
+        try:
+            if describe_group(watch.target_admin, group).active:
+                if not describe_group(watch.source_admin, group).active and group_already_switched(
+                        self.plan, self.target_config, group, committed_offsets(watch.source_admin, group)):
+                    return Readiness(True, f"group {group}: already switched to the target (its stored report "
+                                     "proves it): nothing to wait for", detail={"group": group})
+                return Readiness(False, "", failed=f"group {group!r} already has active members on the target")
+            if self.fence and not _acl_in_force(watch.source_admin, group_fence(group)):
+                problem = fence_problem(watch.source_admin, self.plan.source.alias, f"group '{group}'", RUN_FENCE)
+                if problem:
+                    return Readiness(False, "", failed=problem)
+                return Readiness(False, f"group {group}: waiting for its fence (DENY READ) on the source")
+            members = describe_group(watch.source_admin, group).members
+            if members:
+                return Readiness(False, f"group {group}: waiting for its {members} member(s) on the source to stop")
+            final = committed_offsets(watch.source_admin, group)
+        except GroupError as error:
+            return Readiness(False, f"group {group}: {error}")
+        if not final:
+            return Readiness(False, "", failed=f"group {group!r} has no committed offsets on the source")
+        watch.refresh()
+        translation = translate_group(self.plan, watch.mapping, group, final)
+        if translation.not_replicated:
+            return Readiness(False, "", failed=f"group {group!r} reads topics this plan does not copy: "
+                             + ", ".join(translation.not_replicated))
+        if translation.pending:
+            return Readiness(False, f"group {group}: stopped on the source; waiting for the engine to copy past "
+                             + _named([f"{t}[{p}] offset {o:,} (copied to "
+                                       f"{watch.mapping.copied_position(t, p) or 0:,})"
+                                       for (t, p), o in sorted(translation.pending.items())]))
+        return Readiness(True, f"group {group}: stopped on the source and copied past its offsets on "
+                         f"{len(final)} partition(s)", detail={"group": group, "partitions": len(final)})
+
+
+class TopicReadyToSwitch(ReadinessCheck):
+    """A topic's producers can switch: nothing written on the source for `idle_s` (or writes fenced, when
+    asked) and the engine copied it to its end."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 topic: str = "", idle_s: float = 30.0, fence: bool = False) -> None:
+        super().__init__(plan, source_config, target_config)
+        self.topic, self.idle_s, self.fence = topic, idle_s, fence
+        self._ends: dict[TopicPartitionKey, int] | None = None
+        self._quiet_since = 0.0
+
+    def check(self) -> Readiness:
+        topic, watch = self.topic, self.watch
+        if not self.plan.replicates_topic(topic):
+            return Readiness(False, "", failed=f"topic {topic!r} is not copied by plan '{self.plan.name}'")
+        metadata = watch.source_admin.list_topics(topic, timeout=15).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return Readiness(False, "", failed=f"topic {topic!r} does not exist on the source")
+        if self.fence and not _acl_in_force(watch.source_admin, topic_write_fence(topic)):
+            problem = fence_problem(watch.source_admin, self.plan.source.alias, f"topic '{topic}'", RUN_FENCE)
+            if problem:
+                return Readiness(False, "", failed=problem)
+            return Readiness(False, f"topic {topic}: waiting for its write fence on the source")
+        ends = list_offsets(watch.source_admin, [TopicPartition(topic, p) for p in sorted(metadata.partitions)],
+                            OffsetSpec.latest())
+        now = time.monotonic()
+        if ends != self._ends:
+            self._ends, self._quiet_since = ends, now
+        quiet = now - self._quiet_since
+        watch.refresh()
+        behind = [f"{t}[{p}] copied to {watch.mapping.copied_position(t, p) or 0:,} of {end:,}"
+                  for (t, p), end in sorted(ends.items()) if (watch.mapping.copied_position(t, p) or 0) < end]
+        if not self.fence and quiet < self.idle_s:
+            return Readiness(False, f"topic {topic}: no write on the source for {quiet:.0f} s of {self.idle_s:.0f} s"
+                             + (f"; {len(behind)} partition(s) still being copied" if behind else ""))
+        if behind:
+            return Readiness(False, f"topic {topic}: idle on the source; waiting for the copy of {_named(behind)}")
+        return Readiness(True, f"topic {topic}: idle on the source {quiet:.0f} s and copied to its end",
+                         detail={"topic": topic, "end_offsets": {str(p): o for (_t, p), o in ends.items()}})
+
+
+# The checks a sensor may name (by these keys, so that a trigger serializes to plain strings).
+CHECKS: dict[str, type[ReadinessCheck]] = {
+    "clusters_answer": ClustersAnswer,
+    "engine_copying": EngineCopying,
+    "backfill_done": BackfillDone,
+    "lag_at_most": LagAtMost,
+    "checkpoints_current": CheckpointsCurrent,
+    "group_ready_to_switch": GroupReadyToSwitch,
+    "topic_ready_to_switch": TopicReadyToSwitch,
+}
+
+
+def build_check(name: str, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                arguments: dict[str, Any]) -> ReadinessCheck:
+    if name not in CHECKS:
+        raise ValueError(f"unknown readiness check {name!r}; known: {', '.join(CHECKS)}")
+    return CHECKS[name](plan, source_config, target_config, **arguments)

@@ -1,0 +1,30 @@
+"""A flow's own records on the target: its internal topics, stored progress, control channel, offset-syncs and the
+offset mapping they give."""
+
+from mirror_engine.flow.control import FLOW_ACTIONS, ControlChanges, ControlChannel
+from mirror_engine.flow.internal_topics import (
+    InternalTopics,
+    checkpoint_lease_group,
+    engine_group_id,
+    ensure_internal_topics,
+)
+from mirror_engine.flow.mapping import FlowMapping
+from mirror_engine.flow.offset_map import OffsetMap, PartitionOffsetMap
+from mirror_engine.flow.progress import PartitionProgress, load_progress, managed_target_topics, progress_key
+
+__all__ = [
+    "FLOW_ACTIONS",
+    "ControlChanges",
+    "ControlChannel",
+    "FlowMapping",
+    "InternalTopics",
+    "OffsetMap",
+    "PartitionOffsetMap",
+    "PartitionProgress",
+    "checkpoint_lease_group",
+    "engine_group_id",
+    "ensure_internal_topics",
+    "load_progress",
+    "managed_target_topics",
+    "progress_key",
+]

@@ -1,0 +1,98 @@
+"""The engine's internal topics on the target cluster: names, configs, creation.
+
+MirrorMaker 2's topics keep MM2's names and record formats, so MM2's own tools read them. The
+offset-syncs topic is created with `cleanup.policy=delete` and unlimited retention rather than
+MM2's compaction: compaction keeps one sync per partition, and exact translation of any copied
+offset needs every discontinuity the flow has seen (a few bytes each).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from mirror_engine.kafka import ENGINE_GROUP_PREFIX, describe_topic_configs, wait_until_served
+from mirror_engine.plan import HEARTBEATS_TOPIC, MigrationPlan
+
+log = logging.getLogger(__name__)
+
+
+
+@dataclass(frozen=True)
+class InternalTopics:
+    progress: str
+    offset_syncs: str
+    checkpoints: str
+    heartbeats: str
+    control: str
+    status: str
+    reports: str
+
+    @classmethod
+    def for_plan(cls, plan: MigrationPlan) -> InternalTopics:
+        policy = plan.policy()
+        flow = f"{plan.source.alias}.{plan.name}"
+        return cls(
+            # The engine's own topics end in ".internal", so no plan ever replicates them.
+            progress=f"mirror-engine-offsets.{flow}.internal",
+            offset_syncs=policy.offset_syncs_topic(plan.source.alias),
+            checkpoints=policy.checkpoints_topic(plan.source.alias),
+            heartbeats=HEARTBEATS_TOPIC,
+            control=f"mirror-engine-control.{flow}.internal",
+            status=f"mirror-engine-status.{flow}.internal",
+            reports=f"mirror-engine-reports.{flow}.internal",
+        )
+
+    def specs(self) -> dict[str, dict[str, str]]:
+        """Each topic's configs. All have one partition: MM2's readers read partition 0 only."""
+        compacted = {"cleanup.policy": "compact"}
+        return {
+            self.progress: compacted,
+            self.offset_syncs: {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"},
+            self.checkpoints: compacted,
+            self.heartbeats: compacted,
+            self.control: compacted,
+            self.status: {"cleanup.policy": "delete", "retention.ms": "86400000"},
+            self.reports: compacted,
+        }
+
+
+def engine_group_id(plan: MigrationPlan) -> str:
+    """The consumer group an engine's workers form on the source to share the flow's partitions."""
+    return f"{ENGINE_GROUP_PREFIX}{plan.name}"
+
+
+def checkpoint_lease_group(plan: MigrationPlan) -> str:
+    """The consumer group on the target whose member holding the checkpoints topic writes the flow's checkpoints
+    and group offsets (`checkpoint_loop`). Plan names hold no dot, so it never equals an engine group id."""
+    return f"{ENGINE_GROUP_PREFIX}checkpoints.{plan.name}"
+
+
+def ensure_internal_topics(admin: AdminClient, topics: InternalTopics, replication_factor: int = -1) -> None:
+    """Create the internal topics that are missing; warn when an existing offset-syncs topic is compacted."""
+    existing = admin.list_topics(timeout=15).topics
+    missing = [
+        NewTopic(name, 1, replication_factor, config=config)
+        for name, config in topics.specs().items()
+        if name not in existing
+    ]
+    if missing:
+        for name, future in admin.create_topics(missing, request_timeout=30).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # another worker was faster
+                    raise
+            log.info("created internal topic %s on the target", name)
+        wait_until_served(admin, [topic.topic for topic in missing])
+    if topics.offset_syncs in existing:
+        configs = describe_topic_configs(admin, [topics.offset_syncs]).get(topics.offset_syncs, [])
+        policy = next((entry.value for entry in configs if entry.name == "cleanup.policy"), "")
+        if "compact" in policy:
+            log.warning(
+                "offset-syncs topic %s is compacted (created by MirrorMaker 2?): compaction may drop the "
+                "syncs that exact translation of older offsets needs", topics.offset_syncs,
+            )

@@ -1,0 +1,128 @@
+"""Reaching a cluster: client configs and what a cluster says about itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from mirror_engine.plan import MigrationPlan, PlanError
+from mirror_engine.security import redact
+
+
+class ClusterUnreachable(RuntimeError):
+    """A cluster did not answer; the message says which and what to check."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    alias: str
+    cluster_id: str
+    broker_count: int
+    topic_count: int
+
+
+def admin_client(config: dict[str, str]) -> AdminClient:
+    return AdminClient({**config, "log_level": "3"})
+
+
+# A cluster that answered this recently, with the same settings, is not asked again: a command checks both
+# clusters before anything else, and the engine's clients and its target preparation check them again within
+# a second of that. Only answers are remembered; a cluster that did not answer is asked again every time.
+ANSWERED_RECENTLY_S = 5.0
+_answers: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, ClusterInfo]] = {}
+_answers_lock = threading.Lock()
+
+
+def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0) -> ClusterInfo:
+    """Ask a cluster for its id, brokers and topics; raise ClusterUnreachable naming it if it does not answer.
+
+    librdkafka retries a refused login or a listener speaking another protocol until the timeout and then
+    says only "transport failure"; the client errors seen meanwhile (its error callback) tell why, and the
+    first one that settles it ends the wait. An answer of the last `ANSWERED_RECENTLY_S` is given again.
+    """
+    key = (alias, tuple(sorted((name, str(value)) for name, value in config.items() if not callable(value))))
+    with _answers_lock:
+        answered_at, info = _answers.get(key, (float("-inf"), None))
+    if info is not None and time.monotonic() - answered_at < ANSWERED_RECENTLY_S:
+        return info
+    info = _ask_cluster(alias, config, timeout_s)
+    now = time.monotonic()
+    with _answers_lock:
+        for old in [old for old, (at, _info) in _answers.items() if now - at >= ANSWERED_RECENTLY_S]:
+            del _answers[old]
+        _answers[key] = (now, info)
+    return info
+
+
+def _ask_cluster(alias: str, config: dict[str, str], timeout_s: float) -> ClusterInfo:
+    client_errors: list[KafkaError] = []
+    admin = AdminClient({**config, "log_level": "3", "error_cb": client_errors.append})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            metadata = admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            break
+        except KafkaException as error:
+            admin.poll(0.1)  # serves the error callback
+            if time.monotonic() >= deadline or any(e.code() == KafkaError._AUTHENTICATION for e in client_errors):
+                raise ClusterUnreachable(_unreachable_message(alias, config, timeout_s, error, client_errors)) \
+                    from error
+    return ClusterInfo(alias, metadata.cluster_id or "", len(metadata.brokers), len(metadata.topics))
+
+
+def _unreachable_message(alias: str, config: dict[str, str], timeout_s: float, error: KafkaException,
+                         client_errors: list[KafkaError]) -> str:
+    """Why a cluster did not answer, in the user's terms: credentials, protocol, or the network."""
+    bootstrap = config.get("bootstrap.servers", "")
+    protocol = str(config.get("security.protocol", "plaintext")).upper()
+    reasons = " ".join(e.str() for e in client_errors)
+    if protocol.startswith("SASL") and "Request not valid in current SASL state" in reasons:
+        # The broker answered the SASL handshake as a listener without SASL does (no mechanisms enabled).
+        return (f"the listener at {bootstrap} does not speak SASL (is it PLAINTEXT?): cluster '{alias}' refused the "
+                f"SASL handshake; set security.protocol to the listener's protocol, or point bootstrap.servers at "
+                "its SASL listener")
+    refusal = next((e.str() for e in client_errors if e.code() == KafkaError._AUTHENTICATION), "")
+    if refusal:
+        return (f"authentication failed for user '{config.get('sasl.username', '')}' on cluster '{alias}' "
+                f"({bootstrap}, SASL mechanism {config.get('sasl.mechanism', 'GSSAPI')}): check the user's "
+                f"password and mechanism ({redact(refusal)})")
+    hint = ""
+    if "security.protocol" not in config:
+        hint = " (if the cluster uses SASL or TLS, check security.protocol and credentials)"
+    return (f"cluster '{alias}' at {bootstrap} did not answer (waited up to {timeout_s:.0f} s): "
+            f"{redact(error.args[0].str() if error.args else str(error))}{hint}")
+
+
+class SameClusterError(PlanError):
+    """The plan's source and target are one cluster (same cluster id), however their addresses are spelled."""
+
+
+def describe_plan_clusters(
+    plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], timeout_s: float = 10.0
+) -> tuple[ClusterInfo, ClusterInfo]:
+    """Both clusters of a plan, described, once each answered and they proved to be two clusters.
+
+    Every entry point that acts on a plan's clusters (each CLI command, target preparation) calls this
+    before reading or writing anything else. Plan validation compares the addresses as written; only the
+    clusters themselves can tell that `127.0.0.1:9092` and `localhost:9092` (or a DNS alias, or a load
+    balancer) are one cluster, which would replicate every record onto itself, without end.
+
+    Both are asked at the same time; when neither answers, the source's error is the one raised.
+    """
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        asked_source = pool.submit(describe_cluster, plan.source.alias, source_config, timeout_s)
+        asked_target = pool.submit(describe_cluster, plan.target.alias, target_config, timeout_s)
+        source, target = asked_source.result(), asked_target.result()
+    if source.cluster_id and source.cluster_id == target.cluster_id:
+        raise SameClusterError(f"'{plan.name}'", [
+            f"source, target: source '{plan.source.alias}' ({source_config.get('bootstrap.servers')}) and "
+            f"target '{plan.target.alias}' ({target_config.get('bootstrap.servers')}) are the same cluster "
+            f"(cluster id {source.cluster_id}): its records would be replicated onto themselves; "
+            "point target at another cluster",
+        ])
+    return source, target

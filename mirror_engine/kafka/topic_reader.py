@@ -1,0 +1,40 @@
+"""Consumer helpers for readers that stop at a partition's end: `consume_available` returns what has arrived without
+waiting out a consume timeout; `assign_known` assigns after asking for the topics' leaders. The flow's internal
+topics are read through `mirror_engine.kafka.internal_reader`, which uses them."""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+# For readers of small topics that stop at the end: the broker answers a fetch at the end of the log after this
+# long instead of its default 500 ms, so the end-of-partition event (or the next record) comes at once.
+SHORT_FETCH_WAIT = {"fetch.wait.max.ms": 10}
+
+
+def consume_available(consumer: Consumer, wait_s: float, max_messages: int = 10_000) -> list[Message]:
+    """The messages (records and events) that have arrived, waiting at most `wait_s` for the first one.
+
+    `Consumer.consume(n, timeout)` returns only once it holds n messages or the timeout passed, even when the
+    last record or the end-of-partition event is already there: a reader that knows when to stop would wait out
+    the whole timeout on every call.
+    """
+    batch = consumer.consume(max_messages, timeout=0)
+    if batch:
+        return batch
+    first = consumer.poll(wait_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(max_messages - 1, timeout=0)]
+
+
+def assign_known(consumer: Consumer, partitions: list[TopicPartition], timeout_s: float = 15.0) -> None:
+    """Assign partitions after asking the consumer for their topics' metadata.
+
+    A consumer learns the leaders of a topic it has not asked about only at its next periodic scan of unknown
+    topics, once a second: its first fetch (or its lookup of a logical offset such as the beginning) waited 0.5
+    to 1 s for that, measured, against 5 to 50 ms after this. (Asking creates no topic: a consumer's requests
+    never do, unless its settings say `allow.auto.create.topics`; assigning a missing topic asks the same.)
+    """
+    for topic in sorted({tp.topic for tp in partitions}):
+        consumer.list_topics(topic, timeout=timeout_s)
+    consumer.assign(partitions)

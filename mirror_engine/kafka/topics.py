@@ -1,0 +1,206 @@
+"""What a cluster's topics look like, read once: partitions, replication factor, configs, data."""
+
+from __future__ import annotations
+
+import string
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
+
+from mirror_engine.plan import compile_any
+
+# Config sources that are explicit settings on the source cluster, so they are carried over.
+# STATIC_BROKER_CONFIG belongs to one broker's files and DEFAULT_CONFIG is no setting at all.
+# (describe_configs gives sources as plain ints, so compare by value.)
+_SYNCED_SOURCES = frozenset({
+    ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+    ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+})
+_TOPIC_SOURCE = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
+def _source_value(entry: object) -> int:
+    source = getattr(entry, "source", None)
+    return source.value if isinstance(source, ConfigSource) else int(source or 0)
+
+
+@dataclass(frozen=True)
+class TopicState:
+    name: str
+    partitions: int
+    replication_factor: int
+    # Source side: the settings to carry over (already filtered). Target side: its topic-level overrides.
+    configs: dict[str, str] = field(default_factory=dict)
+    topic_id: str = ""
+    # Source side: False when the principal may not read the topic's configs, so `configs` says nothing.
+    configs_read: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    broker_count: int
+    topics: dict[str, TopicState]
+    acls: frozenset | None = None  # frozenset[Acl]; None when the cluster has no authorizer
+    topics_with_data: frozenset[str] = frozenset()
+    # Target side: every topic on the cluster, the plan's or not (a new name must not collide with any).
+    all_topic_names: frozenset[str] = frozenset()
+
+
+# Kafka's `Topic.validate`: what a broker refuses as a topic name.
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_CHARACTERS = frozenset(string.ascii_letters + string.digits + "._-")
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why a broker would refuse `name` as a topic name, or None when it is legal."""
+    if not name:
+        return "is empty"
+    if name in (".", ".."):
+        return "is '.' or '..': '.' and '..' are not topic names"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"has {len(name)} characters, more than Kafka's {MAX_TOPIC_NAME_LENGTH}"
+    illegal = sorted({char for char in name if char not in _LEGAL_TOPIC_CHARACTERS})
+    if illegal:
+        return (f"has characters Kafka refuses in a topic name ({', '.join(repr(c) for c in illegal)}); "
+                "allowed are ASCII letters, digits, '.', '_' and '-'")
+    return None
+
+
+def metric_name(topic: str) -> str:
+    """Kafka's metrics write '.' as '_', so a broker refuses a topic whose name differs from an existing one's
+    only there (`orders.eu` beside `orders_eu`)."""
+    return topic.replace(".", "_")
+
+
+class ConfigFilter:
+    """Which topic config names are never synced (MM2's default exclude list plus the plan's)."""
+
+    def __init__(self, exclude_patterns: list[str]) -> None:
+        self._exclude = compile_any(exclude_patterns)
+
+    def excluded(self, name: str) -> bool:
+        return bool(self._exclude and self._exclude.fullmatch(name))
+
+
+def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[int, dict[str, tuple[int, int, str]]]:
+    """(broker count, {topic: (partitions, replication factor, topic id)}) for the non-internal topics."""
+    metadata = admin.list_topics(timeout=timeout_s)
+    topics = {}
+    for name, topic in metadata.topics.items():
+        if topic.error is not None or name.startswith("__"):
+            continue
+        replication = max((len(p.replicas) for p in topic.partitions.values()), default=0)
+        topics[name] = (len(topic.partitions), replication, str(getattr(topic, "topic_id", "") or ""))
+    return len(metadata.brokers), topics
+
+
+def describe_topic_configs(
+    admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None
+) -> dict[str, list]:
+    """The config entries of each topic (ConfigEntry objects), in one request.
+
+    The broker answers each topic on its own: one the principal lacks DESCRIBE_CONFIGS on fails with
+    TOPIC_AUTHORIZATION_FAILED. With `denied` given, such topics are added there and left out of the result.
+    """
+    if not names:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    entries = {}
+    for resource, future in futures.items():
+        try:
+            entries[resource.name] = list(future.result().values())
+        except KafkaException as error:
+            if denied is None or error.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise
+            denied.append(resource.name)
+    return entries
+
+
+def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:
+    """The source entries a target topic should carry: explicit, writable, public and not excluded."""
+    return {
+        entry.name: entry.value
+        for entry in entries
+        if _source_value(entry) in _SYNCED_SOURCES
+        and not entry.is_read_only
+        and not entry.is_sensitive
+        and entry.value is not None
+        and not config_filter.excluded(entry.name)
+    }
+
+
+def topic_overrides(entries: list) -> dict[str, str]:
+    """A topic's own settings (set on the topic itself)."""
+    return {
+        entry.name: entry.value
+        for entry in entries
+        if _source_value(entry) == _TOPIC_SOURCE and entry.value is not None
+    }
+
+
+def topics_holding_data(
+    admin: AdminClient, partitions: dict[str, int], timeout_s: float = 15.0
+) -> frozenset[str]:
+    """The topics of `partitions` ({topic: count}) where some partition holds at least one record."""
+    if not partitions:
+        return frozenset()
+    tps = [TopicPartition(topic, p) for topic, count in partitions.items() for p in range(count)]
+    start = list_offsets(admin, tps, OffsetSpec.earliest(), timeout_s)
+    end = list_offsets(admin, tps, OffsetSpec.latest(), timeout_s)
+    return frozenset(topic for (topic, p), offset in end.items() if offset > start[(topic, p)])
+
+
+_RETRIABLE = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TRANSPORT,
+    KafkaError._UNKNOWN_PARTITION,  # the client's cached metadata predates partitions just added
+    # A leader just elected (a new topic, a restarted broker) answers these until its epoch settles.
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.OFFSET_NOT_AVAILABLE,
+})
+
+
+def list_offsets(
+    admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, timeout_s: float = 15.0,
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[tuple[str, int], int]:
+    """{(topic, partition): offset} for `spec`, retrying the brief errors of a just-created or moving leader."""
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.05  # a new topic's leader answers within a few hundred ms: look again soon, then less often
+    while True:
+        futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout_s,
+                                     isolation_level=isolation_level)
+        try:
+            return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+        except KafkaException as error:
+            if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(backoff)
+            backoff = min(0.3, backoff * 2)
+            for topic in {tp.topic for tp in tps}:
+                admin.list_topics(topic, timeout=timeout_s)  # refreshes the client's metadata of the topic
+
+
+def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
+    """Topic creation returns once the controller committed it; wait until the metadata serves it too."""
+    deadline = time.monotonic() + timeout_s
+    missing = set(names)
+    while missing and time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=5)
+        missing = {n for n in missing if not _served(metadata.topics.get(n))}
+        if missing:
+            time.sleep(0.05)
+
+
+def _served(topic: Any) -> bool:
+    """The topic is in the metadata and every partition has a leader."""
+    return (topic is not None and topic.error is None and bool(topic.partitions)
+            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values()))

@@ -1,0 +1,36 @@
+"""Watching a flow: status records and their readers, the loopback HTTP/metrics endpoint, heartbeats, reports, and the
+flow watch and view that sensors and the cockpit read."""
+
+from mirror_engine.observe.flow_view import FlowView
+from mirror_engine.observe.flow_watch import FlowWatch
+from mirror_engine.observe.heartbeats import LatencyError, last_heartbeat, measure_latency
+from mirror_engine.observe.http import StatusServer
+from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
+from mirror_engine.observe.status import (
+    WorkerStatusFeed,
+    flow_problems,
+    is_live,
+    prometheus_text,
+    read_worker_statuses,
+    render_flow_status,
+    replication_lag,
+)
+
+__all__ = [
+    "MAX_REPORT_BYTES",
+    "FlowView",
+    "FlowWatch",
+    "LatencyError",
+    "ReportStore",
+    "StatusServer",
+    "WorkerStatusFeed",
+    "bounded",
+    "flow_problems",
+    "is_live",
+    "last_heartbeat",
+    "measure_latency",
+    "prometheus_text",
+    "read_worker_statuses",
+    "render_flow_status",
+    "replication_lag",
+]

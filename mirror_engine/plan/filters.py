@@ -1,0 +1,46 @@
+"""Topic and group name filters with MM2's semantics (`DefaultTopicFilter`, `DefaultGroupFilter`).
+
+Patterns are Java-style regexes matched against the whole name, compiled with RE2 (`regexes.py`): linear
+time whatever the pattern, and the backtracking-only constructs are refused when the plan loads.
+"""
+
+from collections.abc import Sequence
+
+from mirror_engine.plan.regexes import FullMatcher, RegexError, compile_any
+
+__all__ = ["DEFAULT_GROUP_EXCLUDES", "DEFAULT_TOPIC_EXCLUDES", "NameFilter"]
+
+# MM2's `topics.exclude` and `groups.exclude` defaults; the include defaults are `.*`.
+DEFAULT_TOPIC_EXCLUDES = [r".*[\-\.]internal", r".*\.replica", r"__.*"]
+DEFAULT_GROUP_EXCLUDES = [r"console-consumer-.*", r"connect-.*", r"__.*"]
+
+
+def _compile(patterns: Sequence[str], role: str) -> FullMatcher | None:
+    # An empty list matches nothing: the empty regex would match everything, and MM2 treats a blank list
+    # as "none".
+    try:
+        return compile_any(patterns)
+    except RegexError as error:
+        raise RegexError(f"invalid {role} regex {error}") from None
+
+
+class NameFilter:
+    """Accepts a name that fully matches an include pattern and no exclude pattern (regexes, as MM2)."""
+
+    __slots__ = ("_exclude", "_exclude_patterns", "_include", "_include_patterns")
+
+    def __init__(self, include: Sequence[str], exclude: Sequence[str]) -> None:
+        self._include_patterns = tuple(include)
+        self._exclude_patterns = tuple(exclude)
+        self._include = _compile(self._include_patterns, "include")
+        self._exclude = _compile(self._exclude_patterns, "exclude")
+
+    def __repr__(self) -> str:
+        return (
+            f"NameFilter(include={list(self._include_patterns)!r}, exclude={list(self._exclude_patterns)!r})"
+        )
+
+    def accepts(self, name: str) -> bool:
+        if self._include is None or self._include.fullmatch(name) is None:
+            return False
+        return self._exclude is None or self._exclude.fullmatch(name) is None

@@ -1,0 +1,342 @@
+"""The replication engine: copies the plan's topics from the source to the target, partition for partition.
+
+`Replicator` composes the parts in `mirror_engine.replication`, along MirrorMaker 2's seams:
+- the clients, built complete in one place (`clients`);
+- the record copier, the hot loop (`copier`), and the side-record writer of offset-syncs, progress
+  and heartbeats (`side_records`);
+- a delivery mode (`delivery`: at-least-once or transactional) and a membership (`membership`: one
+  process or a worker group), each chosen once;
+- the partition assigner: start positions, the target's tail after a crash, gaps, backfill holds
+  (`assigner`, `reconcile`); the target's upkeep: topics, configs, ACLs (`target_upkeep`);
+- the status reporter (`status_reporter`); the periodic work runs between batches on `mirror_engine.scheduler`.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id, load_progress
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.replication.assigner import PartitionAssigner
+from mirror_engine.replication.clients import ClientCallbacks, EngineClients
+from mirror_engine.replication.copier import RecordCopier
+from mirror_engine.replication.delivery import (
+    FENCED,
+    FENCED_BY_ANOTHER,
+    AtLeastOnce,
+    DeliveryMode,
+    Transactional,
+    transactional_id,
+)
+from mirror_engine.replication.faults import EngineError, Faults, OutageWatch
+from mirror_engine.replication.membership import Membership, SingleProcess, WorkerGroup
+from mirror_engine.replication.memory import IdleTrim
+from mirror_engine.replication.partition_state import PartitionState
+from mirror_engine.replication.side_records import SideRecordWriter
+from mirror_engine.replication.status_reporter import StatusReporter
+from mirror_engine.replication.target_upkeep import TargetUpkeep
+from mirror_engine.scheduler import PeriodicTask, Scheduler
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+__all__ = ["EngineError", "Replicator", "RunSummary", "default_worker_id"]
+
+
+@dataclass
+class RunSummary:
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    failed_partitions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed_partitions
+
+
+def default_worker_id() -> str:
+    """host-pid: unique per process, but not stable across restarts (name exactly-once workers yourself: a worker
+    restarted with its --worker-id fences the transaction its killed predecessor left open)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Replicator:
+    """One flow of one plan, in one process: alone (`mirror-engine run`), or as one of several workers
+    (`worker_id` given, `mirror-engine worker`) sharing the flow's partitions through Kafka's group protocol."""
+
+    # The parts, built by `run()`.
+    clients: EngineClients
+    control: ControlChannel
+    side: SideRecordWriter
+    copier: RecordCopier
+    delivery: DeliveryMode
+    assigner: PartitionAssigner
+    membership: Membership
+    upkeep: TargetUpkeep
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
+                 worker_id: str | None = None) -> None:
+        self.plan = plan
+        self.source_config = source_config
+        self.target_config = target_config
+        self.membership_kind: type[Membership] = WorkerGroup if worker_id is not None else SingleProcess
+        self.worker_id = worker_id or default_worker_id()
+        self.exactly_once = plan.engine.exactly_once
+        self.topics = InternalTopics.for_plan(plan)
+        self.states: dict[TopicPartitionKey, PartitionState] = {}
+        self.faults = Faults()
+        self.outages = OutageWatch()
+        self.flow_state = "running"
+        self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
+                                       self.topics.status, self.states, self.faults, lambda: self.flow_state,
+                                       self._on_side_delivery)
+        self._stop = threading.Event()
+
+    @property
+    def group_id(self) -> str:
+        """The source consumer group the workers of this flow share."""
+        return engine_group_id(self.plan)
+
+    @property
+    def fatal(self) -> str:
+        return self.faults.fatal
+
+    # ------------------------------------------------------------------ setup
+    def _build(self) -> None:
+        """Every part, its clients complete (both clusters answer, the flow's internal topics exist)."""
+        plan, states, faults = self.plan, self.states, self.faults
+        self.clients = clients = EngineClients.connect(
+            plan, self.source_config, self.target_config, group_id=self.group_id,
+            membership_settings=self.membership_kind.consumer_settings(plan.engine),
+            transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
+            if self.exactly_once else None,
+            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error, self.reporter.on_consumer_stats))
+        self.reporter.clients = clients
+        self.side = SideRecordWriter(self.topics, plan.source.alias, plan.target.alias, states,
+                                     lambda: clients.producer, faults)
+        self.copier = RecordCopier(clients, states, faults)
+        self.delivery = (Transactional if self.exactly_once else AtLeastOnce)(clients, self.side, faults)
+        self.control = ControlChannel(plan, self.target_config)
+        self.assigner = PartitionAssigner(plan, clients, states, self.control, self.side, self.copier, self.delivery,
+                                          faults, self._lower_batch_cap)
+        self.membership = self.membership_kind(plan, self.worker_id, clients, self.assigner, self.delivery, states,
+                                               faults)
+        self.upkeep = TargetUpkeep(plan, self.source_config, self.target_config,
+                                   beside_others=self.membership_kind.prepares_beside_others, faults=faults)
+
+    def _lower_batch_cap(self, limit: int, topic: str) -> None:
+        """A target topic takes smaller batches than the producer makes: rebuild it with batches that fit.
+
+        A broker refuses a whole batch larger than its topic's `max.message.bytes`, and the copy's producer
+        treats a refused record as fatal. `batch.size` is one setting per producer while limits are per topic,
+        so the cap is the smallest limit among the topics written; records, their offset-syncs and the
+        progress go through one producer (one transaction in exactly-once mode) for the progress to prove
+        what was copied.
+        """
+        log.info("target topic %s takes batches of at most %d bytes (max.message.bytes): the producer's batches "
+                 "are capped there (were %d)", topic, limit, self.clients.batch_cap)
+        if not self.delivery.drain_before_new_producer(f"lowering the batch size for {topic}"):
+            return
+        self.clients.rebuild_producer(limit)
+        self.delivery.continue_on_new_producer()
+        if self.states:
+            self.assigner.producer_knows(list(self.states))
+
+    def _managed_topics(self) -> frozenset[str]:
+        """The target topics this flow writes: those it copies now and those it stored progress for."""
+        alias, policy = self.plan.source.alias, self.assigner.policy
+        return frozenset(state.target_topic for state in self.states.values()) | frozenset(
+            policy.format_remote_topic(alias, topic) for topic, _ in self.assigner.stored)
+
+    # ------------------------------------------------------------------ the loop
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
+        """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
+        self._build()
+        # Before the stored progress is read: starting the delivery fences this flow's previous producer, and a
+        # transaction it was committing when it died completes only then (its commit may be in flight), so the
+        # progress read afterwards includes it; read before, it would be older than the target's records.
+        log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
+        self.delivery.start()
+        with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
+            stored = reader.submit(load_progress, self.target_config, self.topics.progress)
+            self.control.load()
+            self.assigner.stored = stored.result()
+        self._set_flow_state(self.control.flow_state)
+        self.assigner.source_topics = self.upkeep.prepare(self._managed_topics(), initial=True) or []
+        self.assigner.initial_partitions = self.assigner.plan_partitions()
+        self.membership.check_no_other_kind_runs()
+        self.reporter.start_server()
+        if self.flow_state != "stopped":
+            self.membership.acquire()
+        else:
+            log.info("the flow is stopped: waiting for `mirror-engine flows start`")
+
+        engine = self.plan.engine
+        started = time.monotonic()
+        idle_trim = IdleTrim(lambda: sum(state.records_copied for state in self.states.values()),
+                             clock=time.monotonic)
+        # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
+        tasks = [
+            PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
+            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs,
+                         engine.offset_sync_interval_s),
+            PeriodicTask("progress", engine.progress_interval_s, self.delivery.store_progress,
+                         engine.progress_interval_s),
+            PeriodicTask("status", engine.status_interval_s, self.reporter.publish),
+            PeriodicTask("log", engine.log_interval_s,
+                         lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
+            PeriodicTask("control", 1.0, self._follow_control, 1.0),
+            PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
+            PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
+        ]
+        scheduler = Scheduler([task for task in tasks if task.name != "heartbeat" or engine.emit_heartbeats],
+                              name="engine")
+        consume, copy = self.clients.consumer.consume, self.copier.copy
+        # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage
+        # collector would scan over and over (15% of the copy's time when profiled): scan far less often,
+        # and never the objects of the set-up.
+        gc_thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(100_000, 50, 100)
+        try:
+            while not self._stop.is_set() and not self.faults.fatal:
+                copy(consume(engine.batch_size, timeout=0.2))
+                now = time.monotonic()
+                scheduler.run_due()
+                if max_seconds is not None and now - started >= max_seconds:
+                    break
+                if until_caught_up and self.caught_up():
+                    break
+        finally:
+            gc.set_threshold(*gc_thresholds)
+            gc.unfreeze()
+            self._shutdown()
+            self.control.close()
+        if self.faults.fatal:
+            raise EngineError(self.faults.fatal)
+        return self.summary(time.monotonic() - started)
+
+    def _follow_control(self) -> None:
+        """Every second: clusters back from an outage, and what the control topic says."""
+        for alias in list(self.outages.outages):
+            client = self.clients.producer if alias == self.plan.target.alias else self.clients.consumer
+            try:
+                client.list_topics(timeout=0.5)
+            except KafkaException:
+                continue
+            self.outages.ended(alias)
+        changes = self.control.poll()
+        if changes.flow_state:
+            self._apply_flow_state(changes.flow_state)
+        if changes.switched:
+            self.membership.stop_topics(changes.switched)
+            log.info("stopped copying %s: producers switched to the target", ", ".join(sorted(changes.switched)))
+        self.membership.resume_backfilled(changes.backfilled, stopped=self.flow_state == "stopped")
+
+    def _set_flow_state(self, state: str) -> None:
+        self.flow_state = state
+        self.assigner.paused = state == "paused"
+
+    def _apply_flow_state(self, state: str) -> None:
+        previous = self.flow_state
+        self._set_flow_state(state)
+        if state == "stopped":
+            self.membership.release_all()
+            log.info("flow stopped: progress stored, partitions released")
+        elif previous == "stopped":
+            self.membership.acquire()
+            log.info("flow started%s", " (paused)" if state == "paused" else "")
+        else:
+            self._set_paused(state == "paused")
+
+    def _set_paused(self, paused: bool) -> None:
+        """Stop or resume fetching every copied partition; progress and assignment are kept."""
+        partitions = [TopicPartition(*key) for key, state in self.states.items() if not state.failed]
+        if paused:
+            self.clients.consumer.pause(partitions)
+        else:
+            self.clients.consumer.resume(partitions)
+        log.info("flow %s: %d partition(s)", "paused" if paused else "resumed", len(partitions))
+
+    def _refresh(self) -> None:
+        """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
+        try:
+            topics = self.upkeep.prepare(self._managed_topics(), initial=False)
+            if topics is not None:
+                self.assigner.source_topics = topics
+            if self.flow_state != "stopped":
+                self.membership.acquire()  # workers: added partitions reach the group through the consumer
+        except Exception as error:  # a failed refresh must not stop copying what is assigned
+            self.faults.last_error = f"refresh failed: {error}"
+            log.error("refresh failed (copying goes on, retried next interval): %s", error, exc_info=True)
+
+    # ------------------------------------------------------------------ clients' errors
+    def _on_target_error(self, error: KafkaError) -> None:
+        if error.fatal() and error.code() in FENCED:
+            self.faults.fatal = FENCED_BY_ANOTHER
+        elif error.fatal():
+            self.faults.fatal = f"the target producer hit a fatal error (nothing after the last acknowledged record " \
+                                f"counts as copied): {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.outages.began(self.plan.target.alias, self.target_config.get("bootstrap.servers"))
+        else:
+            log.debug("target client: %s", error.str())
+
+    def _on_source_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.faults.fatal = f"source consumer: {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.outages.began(self.plan.source.alias, self.source_config.get("bootstrap.servers"))
+        else:
+            log.debug("source client: %s", error.str())
+
+    def _on_side_delivery(self, error: KafkaError | None, message: Message) -> None:
+        self.side.on_delivery(error, message)
+
+    # ------------------------------------------------------------------ what it tells
+    def caught_up(self) -> bool:
+        """Every partition copied and acknowledged up to the source's end as last seen."""
+        return all(
+            state.failed
+            or (state.all_acknowledged() and state.end_seen >= 0 and state.copied_position() >= state.end_seen)
+            for state in self.states.values()
+        )
+
+    def lag(self) -> dict[TopicPartitionKey, int]:
+        return self.reporter.lag()
+
+    def build_status(self, exiting: bool = False) -> dict:
+        return self.reporter.build(exiting)
+
+    @property
+    def status_snapshot(self) -> dict:
+        return self.reporter.snapshot
+
+    def _shutdown(self) -> None:
+        """Wait for every in-flight record and sync, store the final progress, close the clients."""
+        self.membership.leave()
+        self.reporter.publish(exiting=True)
+        self.delivery.shutdown()
+        self.membership.close()
+        self.reporter.close()
+
+    def summary(self, seconds: float) -> RunSummary:
+        return RunSummary(
+            records=self.membership.records_released + sum(s.records_copied for s in self.states.values()),
+            seconds=seconds,
+            failed_partitions={f"{s.topic}[{s.partition}]": s.failed for s in self.states.values() if s.failed},
+        )

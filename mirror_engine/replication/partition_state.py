@@ -1,0 +1,134 @@
+"""What the engine knows of one source partition while it copies it."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mirror_engine.kafka import raw_size_budget
+
+FAR = 1 << 62
+
+
+@dataclass(eq=False)
+class PartitionState:
+    """Bookkeeping of one copied partition.
+
+    Invariant: every source record with offset < `copied_position()` has been acknowledged by the
+    target, and so has the offset-sync of every discontinuity of (target - source) below it.
+
+    Only some records carry a delivery callback: the first of each run of one partition in a
+    consumed batch, every record after a source gap, and the last of each run. The producer is
+    idempotent with the gapless guarantee, so an acknowledged record means every earlier record
+    of the partition was written (any failure is fatal to the producer instead); and within a
+    run without source gaps the target offsets advance one by one, so (target - source) can only
+    change at a record that carries a callback, where an offset-sync is written. In exactly-once
+    mode the producer is transactional instead: a failed record fails the transaction's commit, and
+    the commit markers between transactions fall between consumed batches, so again only at a run's
+    first record, which carries a callback.
+    """
+
+    topic: str
+    partition: int
+    target_topic: str
+    start_position: int
+    topic_id: str = ""
+    max_batch_bytes: int = FAR  # the target topic's max.message.bytes
+    produced_next: int = -1  # source offset after the last record produced
+    acked_next: int = -1  # source offset after the last record acknowledged
+    callbacks_pending: int = 0
+    acked_source: int = -1  # source offset of the last acknowledged record with a callback
+    acked_target: int = -1  # its target offset
+    delta: int | None = None  # target - source at the last acknowledged callback record
+    end_seen: int = -1  # the source end offset at the last end-of-partition event
+    target_position: int = 0  # target offset after the last acknowledged record
+    # Offset-syncs sent and not yet acknowledged: (source, target) in send order.
+    syncs_in_flight: deque[tuple[int, int]] = field(default_factory=deque)
+    last_synced_source: int = -1  # the record of the last offset-sync sent
+    stored_position: int = -1  # the position last written to the progress topic
+    logged_position: int = -1  # the position in the last periodic progress log
+    records_produced: int = 0  # records handed to the producer (counted per run)
+    records_copied: int = 0  # records the target acknowledged: what logs, status and summary report
+    latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
+    record_age_ms: int = -1  # at the same record: the time it was handed to the producer minus its timestamp
+    last_timestamp_ms: int = -1  # the timestamp of that record
+    raw_budget: int = field(init=False, default=0)  # set from max_batch_bytes (see __post_init__)
+    failed: str = ""  # why copying this partition stopped, if it did
+    failed_at: int = FAR  # the source offset of the record that could not be copied
+    reconciled_records: int = 0  # records found on the target past the stored progress, counted as copied
+    reconcile_fallback: str = ""  # why those records were not counted (copying went on from the stored progress)
+    # Set by the engine: called with (state, source, target) when (target - source) changes,
+    # and with (state, reason, offset) when the partition must stop.
+    on_new_delta: Callable[[PartitionState, int, int], None] | None = None
+    on_failure: Callable[[PartitionState, str, int], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.produced_next = self.acked_next = self.start_position
+        # Records within this raw size (key + value + a bound of the headers) fit the target topic for sure.
+        self.raw_budget = raw_size_budget(self.max_batch_bytes)
+
+    def callback(self, source: int, boundary: bool, produced: int) -> Callable[[Any, Any], None]:
+        """The delivery callback of a record that carries one (see the class docstring); `produced` counts the
+        partition's records handed to the producer up to this one: once it is acknowledged, so are they."""
+        self.callbacks_pending += 1
+        handed_ms = int(time.time() * 1000)
+
+        def delivered(error: Any, message: Any) -> None:
+            self.callbacks_pending -= 1
+            if error is not None:
+                assert self.on_failure is not None
+                self.on_failure(self, f"the target rejected the record at source offset {source}: {error.str()}",
+                                source)
+                return
+            target = message.offset()
+            timestamp = message.timestamp()[1]
+            self.latency_ms = int(time.time() * 1000) - timestamp
+            self.record_age_ms = handed_ms - timestamp
+            self.last_timestamp_ms = timestamp
+            self.acked_next = source + 1
+            self.records_copied = max(self.records_copied, produced)
+            self.acked_source, self.acked_target = source, target
+            self.target_position = target + 1
+            if target - source != self.delta:
+                if self.delta is not None and not boundary:
+                    assert self.on_failure is not None
+                    self.on_failure(self, f"the target partition {self.target_topic}[{self.partition}] received "
+                                          "records from another producer while this one copied into it: offsets can "
+                                          "no longer be translated exactly", source)
+                    return
+                self.delta = target - source
+                assert self.on_new_delta is not None
+                self.on_new_delta(self, source, target)
+
+        return delivered
+
+    def _uncapped_position(self) -> int:
+        if self.acked_next == self.produced_next and not self.callbacks_pending:
+            position = max(self.acked_next, self.end_seen)
+        else:
+            position = self.acked_next
+        return min(position, self.failed_at)
+
+    def copied_position(self) -> int:
+        position = self._uncapped_position()
+        if self.syncs_in_flight:
+            position = min(position, self.syncs_in_flight[0][0])
+        return position
+
+    def all_acknowledged(self) -> bool:
+        return self.acked_next == self.produced_next and not self.callbacks_pending
+
+    def progress_target_position(self) -> int:
+        """The target position matching `copied_position()`.
+
+        Every record below the position is acknowledged and the last of them ends at
+        `target_position`. When the position stops at a record whose offset-sync is not yet
+        acknowledged, that record is copied but not yet mapped: its target offset is where a
+        consumer at the position must start.
+        """
+        if self.syncs_in_flight and self.syncs_in_flight[0][0] <= self._uncapped_position():
+            return self.syncs_in_flight[0][1]
+        return self.target_position

@@ -1,0 +1,47 @@
+"""How a client proves who it is: the security model of a cluster connection, read from client settings and rendered
+for Java clients (JAAS, key stores), AWS MSK IAM tokens, and keeping secrets out of what the engine writes."""
+
+from mirror_engine.security.jaas import JaasConfigError, parse_jaas_config
+from mirror_engine.security.java_client import oauth_urls
+from mirror_engine.security.keystores import (
+    KeystoreError,
+    keystore_to_pem,
+    private_dir,
+    remove_private_dir,
+    truststore_to_pem,
+)
+from mirror_engine.security.model import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError, security_config
+from mirror_engine.security.reader import read_security
+from mirror_engine.security.secrets import (
+    REDACTED,
+    RedactingFilter,
+    masked,
+    redact,
+    remember_secrets,
+    secret_values,
+    without_credential_debug,
+)
+
+__all__ = [
+    "REDACTED",
+    "ClusterSecurity",
+    "JaasConfigError",
+    "KeystoreError",
+    "MskIamLogin",
+    "OidcLogin",
+    "RedactingFilter",
+    "SecurityError",
+    "keystore_to_pem",
+    "masked",
+    "oauth_urls",
+    "parse_jaas_config",
+    "private_dir",
+    "read_security",
+    "redact",
+    "remember_secrets",
+    "remove_private_dir",
+    "secret_values",
+    "security_config",
+    "truststore_to_pem",
+    "without_credential_debug",
+]
