@@ -14,6 +14,7 @@ without Spark (`validate.py --in-process`): a Spark application's start would ta
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import sys
@@ -25,11 +26,12 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from kafka_migration.cockpit.links import ValidationReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook
 from kafka_migration.stages import skip_unless_selected
+from mirror_engine.security import secret_values
 
 SPARK_JOBS = Path(__file__).resolve().parents[3] / "spark_jobs"
 
@@ -75,6 +77,13 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
 
     def _get_hook(self) -> SparkSubmitHook:
         hook = super()._get_hook()
+        if (hook._is_yarn or hook._is_kubernetes) and any(
+                secret_values(json.loads(value)) for name, value in (self.env_vars or {}).items()
+                if name.startswith("MIRROR_ENGINE_")):
+            raise AirflowFailException(
+                f"Spark connection '{self._conn_id}' submits to YARN or Kubernetes, where the Spark provider passes "
+                "the job's environment as --conf on the spark-submit command line, and the clusters' settings hold "
+                "secrets: use a spark:// or local master for this job")
         if self._job_dir:  # spark-submit (and so the driver) runs where the staged files are
             hook.submit = functools.partial(hook.submit, cwd=self._job_dir)  # type: ignore[method-assign]
         return hook
