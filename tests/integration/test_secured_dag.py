@@ -162,6 +162,10 @@ def test_migration_dag_from_oidc_to_mtls_with_inline_pem_connections_and_a_spark
     for keystore in shipped:  # key material reaches the executors only encrypted, readable by its owner only
         assert b"PRIVATE KEY" not in keystore.read_bytes()
         assert keystore.stat().st_mode & 0o044 == 0, oct(keystore.stat().st_mode)
+    # The executors' Kafka clients read the shipped files by their relative names, no path of the Airflow worker.
+    executor_logs = "".join(log.read_text(errors="replace") for log in spark_standalone.executor_logs())
+    assert "ssl.truststore.location = source-ca.pem" in executor_logs
+    assert "mirror-engine-keys-" not in executor_logs and "mirror-engine-job-" not in executor_logs
     staging = {part for c in submits for part in c.split() if "mirror-engine-job-" in part}
     assert staging and not any(Path(p.split(",")[0]).parent.exists() for p in staging)  # removed after the task
 
