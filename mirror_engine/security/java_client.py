@@ -8,8 +8,8 @@
   client credentials; AWS MSK IAM as `IAMLoginModule` (the jar `software.amazon.msk:aws-msk-iam-auth` must
   be on the class path: `spark_jobs.session.job_jars`). JAAS values escape `\\` and `"`.
 
-`file_path` maps a local file to the path the JVM reads it from (on a Spark cluster, the name under which
-spark-submit ships it); see `files_needed`.
+`file_path` maps a local file to the path the JVM reads it from (default: the same). A job on a Spark cluster
+gets settings already naming its shipped files (`job_files.stage_job_files`).
 """
 
 from __future__ import annotations
@@ -125,10 +125,3 @@ def oauth_urls(security: ClusterSecurity) -> list[str]:
     """URLs a Java client must be allowed to call (system property org.apache.kafka.sasl.oauthbearer.allowed.urls)."""
     return [security.login.token_url] if isinstance(security.login, OidcLogin) else []
 
-
-def files_needed(security: ClusterSecurity) -> list[str]:
-    """Local files the Java client of `security` reads by path (to ship to executors)."""
-    tls = security.tls
-    if tls is None:
-        return []
-    return [path for path in (tls.ca_location, tls.keystore_location) if path]
