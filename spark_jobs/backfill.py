@@ -84,7 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
+    from spark_jobs.cluster_access import (
+        ClusterLoginError,
+        allow_oauth_urls,
+        check_logins,
+        executor_oauth_options,
+        plan_security,
+    )
     from spark_jobs.validation import kafka_options
 
     try:
@@ -145,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.validation import read_ranges
 
     started = time.monotonic()
-    spark = build_session(f"backfill-{plan.name}", master=args.master, jars=lambda: job_jars(source_security))
+    spark = build_session(f"backfill-{plan.name}", master=args.master, jars=lambda: job_jars(source_security),
+                          executor_java_options=executor_oauth_options(source_security))
     allow_oauth_urls(spark, source_security)
     try:
         check_logins(spark, [(source_security, source_options)])

@@ -49,6 +49,13 @@ def kafka_source_options(security: ClusterSecurity, file_path: Callable[[str], s
     return options
 
 
+def executor_oauth_options(*models: ClusterSecurity) -> str:
+    """JVM options allowing the executors' Kafka clients to call the OAuth token endpoints of `models` ("" when
+    none logs in with OIDC): set on the executors of jobs that read such a cluster, and on no other JVM."""
+    urls = list(dict.fromkeys(url for model in models for url in oauth_urls(model)))
+    return f"-D{ALLOWED_URLS_PROPERTY}={','.join(urls)}" if urls else ""
+
+
 def allow_oauth_urls(spark: SparkSession, *models: ClusterSecurity) -> None:
     """Let the driver's Java Kafka clients call the OAuth token endpoints of `models` (Kafka lists them)."""
     urls = [url for model in models for url in oauth_urls(model)]

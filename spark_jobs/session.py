@@ -68,15 +68,20 @@ def job_jars(*models: object) -> list[str]:
 
 
 def build_session(app_name: str, master: str | None = None,
-                  jars: list[str] | Callable[[], list[str]] | None = None) -> SparkSession:
+                  jars: list[str] | Callable[[], list[str]] | None = None,
+                  executor_java_options: str = "") -> SparkSession:
     """A SparkSession with the Kafka connector: local[2] on loopback by default, any master by argument.
 
     Under spark-submit (master and jars given on its command line) pass nothing: the submitted
     configuration is kept. `jars` may be a function, called only when the session chooses its jars.
+    `executor_java_options` are added to the executors' JVM options (after any given to spark-submit).
     """
     builder = SparkSession.builder.appName(app_name)
     # spark-submit starts the JVM first and tells the Python driver its gateway port.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if executor_java_options:
+        key = "spark.executor.extraJavaOptions"
+        builder = builder.config(key, f"{_submitted_conf(key)} {executor_java_options}".strip())
     if master or not submitted:
         master = master or "local[2]"
         builder = builder.master(master)
@@ -93,3 +98,13 @@ def build_session(app_name: str, master: str | None = None,
         chosen = jars() if callable(jars) else jars  # resolved only when this session chooses its own jars
         builder = builder.config("spark.jars", ",".join(chosen if chosen is not None else kafka_connector_jars()))
     return builder.getOrCreate()
+
+
+def _submitted_conf(key: str) -> str:
+    """A setting given to spark-submit (or spark-defaults.conf), read before the session starts; "" without one."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return ""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, which holds the submitted settings
+    return SparkConf().get(key, "") or ""

@@ -23,7 +23,13 @@ from mirror_engine.kafka import admin_client, describe_topic_configs, list_offse
 from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.security import ClusterSecurity
-from spark_jobs.cluster_access import ClusterLoginError, allow_oauth_urls, check_logins, plan_security
+from spark_jobs.cluster_access import (
+    ClusterLoginError,
+    allow_oauth_urls,
+    check_logins,
+    executor_oauth_options,
+    plan_security,
+)
 from spark_jobs.validation import (
     PartitionRange,
     ValidationReport,
@@ -154,7 +160,8 @@ def _compare_with_spark(ranges: list[PartitionRange], securities: tuple[ClusterS
     source_security, target_security = securities
     source_options, target_options = options
     spark = build_session(f"validate-{plan_name}", master=master,
-                          jars=lambda: job_jars(source_security, target_security))
+                          jars=lambda: job_jars(source_security, target_security),
+                          executor_java_options=executor_oauth_options(source_security, target_security))
     allow_oauth_urls(spark, source_security, target_security)
     check_logins(spark, [(source_security, source_options), (target_security, target_options)])
     source_ranges: dict[str, dict[int, tuple[int, int]]] = {}

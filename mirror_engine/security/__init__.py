@@ -3,6 +3,7 @@ for Java clients (JAAS, key stores), AWS MSK IAM tokens, and keeping secrets out
 
 from mirror_engine.security.jaas import JaasConfigError, parse_jaas_config
 from mirror_engine.security.java_client import oauth_urls
+from mirror_engine.security.job_files import StagedCluster, stage_job_files
 from mirror_engine.security.keystores import (
     KeystoreError,
     keystore_to_pem,
@@ -31,6 +32,7 @@ __all__ = [
     "OidcLogin",
     "RedactingFilter",
     "SecurityError",
+    "StagedCluster",
     "keystore_to_pem",
     "masked",
     "oauth_urls",
@@ -42,6 +44,7 @@ __all__ = [
     "remove_private_dir",
     "secret_values",
     "security_config",
+    "stage_job_files",
     "truststore_to_pem",
     "without_credential_debug",
 ]

@@ -2,20 +2,19 @@
 
 - CA: a PEM truststore file (`ssl.truststore.type=PEM`); inline PEM is written to a file first.
 - Client certificate: a PKCS12 keystore as it is, or PEM key and chain written together into one PKCS12
-  file of `keystores.private_dir()` (mode 0600, encrypted with the key's password, or a random one).
+  file of `keystores.private_dir()` (mode 0600, encrypted under a random password: `job_files.client_pkcs12`).
   Inline key material never goes into an option, so it cannot reach a Spark plan.
 - Logins: PLAIN/SCRAM JAAS lines; OIDC as `OAuthBearerLoginCallbackHandler` with the token endpoint and the
   client credentials; AWS MSK IAM as `IAMLoginModule` (the jar `software.amazon.msk:aws-msk-iam-auth` must
   be on the class path: `spark_jobs.session.job_jars`). JAAS values escape `\\` and `"`.
 
-`file_path` maps a local file to the path the JVM reads it from (on a Spark cluster, the name under which
-spark-submit ships it); see `files_needed`.
+`file_path` maps a local file to the path the JVM reads it from (default: the same). A job on a Spark cluster
+gets settings already naming its shipped files (`job_files.stage_job_files`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from mirror_engine.security.model import (
     ClusterSecurity,
@@ -48,38 +47,11 @@ def _private_pem(name: str, data: str) -> str:
 
 
 def _pkcs12_keystore(security: ClusterSecurity, tls: Tls) -> tuple[str, str]:
-    """The client's PEM key and certificate chain as one PKCS12 file (mode 0600), and the password protecting it.
-
-    Java reads PKCS12 for every key type and cipher; its PEM keystore reads only some encrypted PKCS#8 keys.
-    """
-    import secrets
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
+    """The client's PEM key and certificate chain as one PKCS12 file (mode 0600), and the password protecting it."""
+    from mirror_engine.security.job_files import client_pkcs12
     from mirror_engine.security.keystores import write_private
-    from mirror_engine.security.secrets import remember_secrets
 
-    key_pem = tls.key_pem.encode() if tls.key_pem else Path(str(tls.key_location)).read_bytes()
-    chain_pem = (tls.certificate_pem.encode() if tls.certificate_pem
-                 else Path(str(tls.certificate_location)).read_bytes())
-    try:
-        key = serialization.load_pem_private_key(key_pem, tls.key_password.encode() if tls.key_password else None)
-    except (ValueError, TypeError):
-        key_name = "ssl.key.pem" if tls.key_pem else "ssl.key.location"
-        raise SecurityError(security.cluster, [f"{key_name}: the client key cannot be read as PEM with the "
-                                               "given ssl.key.password (wrong password, or not a PEM key)"]) from None
-    try:
-        chain = x509.load_pem_x509_certificates(chain_pem)
-    except ValueError:
-        name = "ssl.certificate.pem" if tls.certificate_pem else "ssl.certificate.location"
-        raise SecurityError(security.cluster, [f"{name}: not a PEM certificate chain"]) from None
-    password = tls.key_password or secrets.token_urlsafe(24)
-    remember_secrets({"ssl.keystore.password": password})
-    data = pkcs12.serialize_key_and_certificates(
-        b"client", key, chain[0], chain[1:] or None,  # type: ignore[arg-type]
-        serialization.BestAvailableEncryption(password.encode()))
+    data, password = client_pkcs12(security, tls)
     return str(write_private(f"{security.cluster}-client", data)), password
 
 
@@ -153,10 +125,3 @@ def oauth_urls(security: ClusterSecurity) -> list[str]:
     """URLs a Java client must be allowed to call (system property org.apache.kafka.sasl.oauthbearer.allowed.urls)."""
     return [security.login.token_url] if isinstance(security.login, OidcLogin) else []
 
-
-def files_needed(security: ClusterSecurity) -> list[str]:
-    """Local files the Java client of `security` reads by path (to ship to executors)."""
-    tls = security.tls
-    if tls is None:
-        return []
-    return [path for path in (tls.ca_location, tls.keystore_location) if path]

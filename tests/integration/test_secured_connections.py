@@ -103,3 +103,23 @@ def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_
     assert "software/amazon/msk/auth/iam/IAMLoginModule.class" in classes
     assert "software/amazon/msk/auth/iam/IAMClientCallbackHandler.class" in classes
     assert not any(os.path.basename(jar).startswith(("jackson-databind-", "slf4j-")) for jar in jars)
+
+
+def test_a_spark_job_with_secrets_is_not_submitted_to_yarn_where_its_environment_would_be_on_the_command_line(
+        tmp_path, monkeypatch):
+    from airflow.sdk.exceptions import AirflowFailException
+    from kafka_migration.operators.spark import MigrationSparkSubmitOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    client = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mirror",
+              "sasl.password": "yarn-secret-4711"}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({
+        "name": "yarn", "backfill": {"topics": ["orders"]},
+        "source": {"alias": "src", "bootstrap_servers": "broker-1:9093", "client": client},
+        "target": {"alias": "tgt", "bootstrap_servers": "broker-2:9093", "client": client}}))
+    operator = MigrationSparkSubmitOperator(task_id="history", job="backfill", plan_path=str(plan), stage="backfill",
+                                            conn_id="spark_yarn")
+    with pytest.raises(AirflowFailException) as caught:
+        operator.execute({"params": {}})
+    assert "Spark connection 'spark_yarn'" in str(caught.value) and "yarn-secret-4711" not in str(caught.value)

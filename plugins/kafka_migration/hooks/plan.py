@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
@@ -43,6 +44,25 @@ class MigrationPlanHook:
         secrets travel in the child's environment, never on a command line, in a file or in the log."""
         source, target = self.raw_client_configs()
         return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}
+
+    def job_env(self, directory: Path) -> tuple[dict[str, str], list[Path]]:
+        """Environment and files for a Spark job that may run on other machines: each cluster's TLS material
+        staged in `directory` (mode 0700) and named there by relative names (`mirror_engine.security.job_files`);
+        the job ships the files with `--files` and runs in `directory`. Refused settings fail here."""
+        from mirror_engine.plan import PlanError
+        from mirror_engine.security import SecurityError, stage_job_files
+
+        self.client_configs()  # refusals named as for every other task
+        env, files = {}, []
+        for side, spec, config in zip(("source", "target"), (self.plan.source, self.plan.target),
+                                      self.raw_client_configs(), strict=True):
+            try:
+                staged = stage_job_files(spec.alias, config, directory, side)
+            except SecurityError as error:
+                raise PlanError(f"cluster '{spec.alias}'", error.problems) from None
+            env[f"MIRROR_ENGINE_{side.upper()}_CONFIG"] = json.dumps(mask_client_secrets(staged.config))
+            files += staged.files
+        return env, files
 
 
 def load_plan_or_fail(plan_path: str) -> MigrationPlanHook:

@@ -3,25 +3,35 @@
 The master comes from the Spark connection (`spark_conn_id`; local[2] in the demo). The Kafka
 connector's jars are resolved when the task runs, not when the DAG is parsed, and the clusters'
 settings reach the job in its environment (never on the spark-submit command line, which is logged).
+Their TLS files (CA, client certificate and key, inline PEM from a connection included) are staged in a
+private directory of this task (0700, files 0600, removed when the task ends) and shipped with
+`spark-submit --files`, so that executors on other machines get them; spark-submit runs in that directory,
+where the driver finds them under the same relative names as the executors (`mirror_engine.security.job_files`).
 A validation of a copy of at most `validation.in_process_max_records` records runs in the task itself,
 without Spark (`validate.py --in-process`): a Spark application's start would take most of the stage.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from kafka_migration.cockpit.links import ValidationReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook
 from kafka_migration.stages import skip_unless_selected
+from mirror_engine.security import secret_values
 
 SPARK_JOBS = Path(__file__).resolve().parents[3] / "spark_jobs"
 
@@ -36,6 +46,7 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
                          application_args=["--plan", plan_path, *(job_args or [])], **kwargs)
         self.plan_path = plan_path
         self.stage = stage
+        self._job_dir: str | None = None
 
     def execute(self, context: Any) -> None:
         skip_unless_selected(self.stage, context)
@@ -47,9 +58,35 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
         from spark_jobs.session import kafka_connector_jars
 
         self.jars = ",".join(kafka_connector_jars())
-        # PYSPARK_PYTHON: a local driver's Python workers run this interpreter, which has the project's packages.
-        self.env_vars = {"PYSPARK_PYTHON": sys.executable, **(self.env_vars or {}), **hook.process_env()}
-        super().execute(context)
+        job_dir = tempfile.mkdtemp(prefix="mirror-engine-job-")  # mode 0700
+        try:
+            env, files = hook.job_env(Path(job_dir))
+            if files:
+                self.files = ",".join([*filter(None, [self.files]), *map(str, files)])
+                self._job_dir = job_dir
+                self.application_args = _absolute_paths(self.application_args or [])
+                if self.stage == "validate" and "--report-dir" not in self.application_args:
+                    self.application_args += ["--report-dir", os.path.abspath(hook.plan.validation.report_dir)]
+                self.log.info("the clusters' TLS files go to the executors with --files: %s",
+                              ", ".join(f.name for f in files))
+            # PYSPARK_PYTHON: a local driver's Python workers run this interpreter, which has the project's packages.
+            self.env_vars = {"PYSPARK_PYTHON": sys.executable, **(self.env_vars or {}), **env}
+            super().execute(context)
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        if (hook._is_yarn or hook._is_kubernetes) and any(
+                secret_values(json.loads(value)) for name, value in (self.env_vars or {}).items()
+                if name.startswith("MIRROR_ENGINE_")):
+            raise AirflowFailException(
+                f"Spark connection '{self._conn_id}' submits to YARN or Kubernetes, where the Spark provider passes "
+                "the job's environment as --conf on the spark-submit command line, and the clusters' settings hold "
+                "secrets: use a spark:// or local master for this job")
+        if self._job_dir:  # spark-submit (and so the driver) runs where the staged files are
+            hook.submit = functools.partial(hook.submit, cwd=self._job_dir)  # type: ignore[method-assign]
+        return hook
 
     def _validate_in_process(self, hook: MigrationPlanHook) -> bool:
         """Validate a small copy here, without Spark; False when the copy is too large for that."""
@@ -72,6 +109,15 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
                                    f"({'the copy is not clean' if status == 1 else 'see the log'}): the report "
                                    f"names each partition and offset")
         return True
+
+
+def _absolute_paths(args: list[str]) -> list[str]:
+    """The job's arguments with its file arguments made absolute (spark-submit runs in another directory)."""
+    out = list(args)
+    for i, arg in enumerate(out[:-1]):
+        if arg in ("--plan", "--report-dir"):
+            out[i + 1] = os.path.abspath(out[i + 1])
+    return out
 
 
 @contextmanager
