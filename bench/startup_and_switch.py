@@ -102,7 +102,7 @@ class Bytecode:
     def __init__(self, workdir: Path, codes: list[Code]) -> None:
         self.prefixes = {state: workdir / f"pycache-{state}" for state in BYTECODE_STATES}
         warm = ("import mirror_engine.cli, mirror_engine.replication.engine, mirror_engine.cutover.switch, "
-                "mirror_engine.prepare.target")
+                "mirror_engine.prepare.sequence")
         for code in codes:
             subprocess.run([sys.executable, "-c", warm], check=True, cwd=workdir,
                            env=self._env(code, self.prefixes["cached"], write=True))

@@ -93,9 +93,8 @@ class PreflightOperator(MigrationOperator):
     stage = "preflight"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.flow import managed_target_topics
         from mirror_engine.kafka import ClusterUnreachable, describe_cluster
-        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.prepare import prepare_target, render_actions, render_result
 
         hook = self.hook()
         plan = hook.plan
@@ -105,18 +104,23 @@ class PreflightOperator(MigrationOperator):
             describe_cluster(plan.target.alias, target)
         except ClusterUnreachable as error:
             raise AirflowFailException(str(error)) from None
-        prepared = plan_preparation(plan, source, target, managed_target_topics(plan, target))
-        _log_source_access(self, prepared)
-        self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
-                      len(prepared.source_topics), render_actions(prepared.actions))
-        problems = [*prepared.problems, *_fencing_problems(plan, source, context.get("params") or {})]
-        if problems:
-            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(problems))
-        result = apply_actions(target, prepared.actions, validate_only=True)
-        self.log.info("dry-run, validated by the target: %s", render_result(result))
-        if result.failed:
-            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in result.failed)
-            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run: {refused}")
+
+        def planned(prepared: Any) -> None:
+            _log_source_access(self, prepared)
+            self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
+                          len(prepared.source_topics), render_actions(prepared.actions))
+
+        preparation = prepare_target(
+            plan, source, target, dry_run=True, on_planned=planned,
+            more_problems=lambda _prepared: _fencing_problems(plan, source, context.get("params") or {}),
+            on_checked=lambda result: self.log.info("dry-run, validated by the target: %s", render_result(result)))
+        prepared = preparation.prepared
+        if preparation.refused:
+            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(prepared.problems))
+        if preparation.failed:
+            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in preparation.failed)
+            raise AirflowFailException(f"the target refused {len(preparation.failed)} change(s) in the dry-run: "
+                                       f"{refused}")
         return {"topics": len(prepared.source_topics), "changes": len(prepared.actions)}
 
 
@@ -131,27 +135,27 @@ class PrepareTargetOperator(MigrationOperator):
         self.dry_run = dry_run
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.flow import managed_target_topics
-        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.prepare import prepare_target, render_actions, render_result
+
+        def planned(prepared: Any) -> None:
+            _log_source_access(self, prepared)
+            self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
 
         hook = self.hook()
-        source, target = hook.client_configs()
-        prepared = plan_preparation(hook.plan, source, target, managed_target_topics(hook.plan, target))
-        _log_source_access(self, prepared)
-        self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
-        if prepared.problems:
-            raise AirflowFailException("nothing applied:\n  " + "\n  ".join(prepared.problems))
-        checked = apply_actions(target, prepared.actions, validate_only=True)
-        self.log.info("dry-run: %s", render_result(checked))
-        if checked.failed or str(self.dry_run).lower() == "true":
-            if checked.failed:
-                raise AirflowFailException("the dry-run failed: nothing applied")
+        dry_run = str(self.dry_run).lower() == "true"
+        preparation = prepare_target(
+            hook.plan, *hook.client_configs(), dry_run=True, apply=not dry_run, on_planned=planned,
+            on_checked=lambda result: self.log.info("dry-run: %s", render_result(result)),
+            on_applied=lambda result: self.log.info("applied: %s", render_result(result)))
+        if preparation.refused:
+            raise AirflowFailException("nothing applied:\n  " + "\n  ".join(preparation.prepared.problems))
+        if preparation.checked is not None and preparation.checked.failed:
+            raise AirflowFailException("the dry-run failed: nothing applied")
+        if preparation.applied is not None and preparation.applied.failed:
+            raise AirflowFailException(f"{len(preparation.applied.failed)} change(s) failed")
+        if dry_run:
             return {"applied": 0, "dry_run": True}
-        result = apply_actions(target, prepared.actions)
-        self.log.info("applied: %s", render_result(result))
-        if result.failed:
-            raise AirflowFailException(f"{len(result.failed)} change(s) failed")
-        return {"applied": len(result.applied), "dry_run": False}
+        return {"applied": len(preparation.applied.applied) if preparation.applied else 0, "dry_run": False}
 
 
 def _engine_files(plan_name: str) -> tuple[Path, Path]:
