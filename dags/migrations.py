@@ -180,7 +180,8 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                 **wait).expand(group=groups)
             switched = SwitchGroupOperator.partial(
                 task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
-                map_index_template="{{ task.group }}", **retried).expand(group=groups)
+                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.group }}",
+                **retried).expand(group=groups)
             fenced >> group_ready >> switched
         with TaskGroup("switch_producers"):
             @task(task_id="topics")
@@ -192,7 +193,9 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                 task_id="ready", idle_s="{{ params.producer_idle_s }}", map_index_template="{{ task.topic }}",
                 **wait).expand(topic=topics)
             producers = SwitchProducersOperator.partial(
-                task_id="switch", plan_path=path, map_index_template="{{ task.topic }}", **retried).expand(topic=topics)
+                task_id="switch", plan_path=path, idle_s="{{ params.producer_idle_s }}",
+                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.topic }}",
+                **retried).expand(topic=topics)
             topic_ready >> producers
         with TaskGroup("finish"):
             finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)

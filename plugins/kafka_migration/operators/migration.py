@@ -22,7 +22,6 @@ from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
 from kafka_migration.stages import skip_unless_selected
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
-SHORT_WAIT_S = 60.0  # what an action after its sensor may still wait (the sensor did the long wait)
 RUN_FENCE = "fence (the run's fence param)"  # how a run asks for fences, named when the source cannot hold one
 
 
@@ -247,18 +246,29 @@ class FenceGroupOperator(MigrationOperator):
         return {"group": self.group, "fenced": True}
 
 
+def _seconds(value: float | str | None) -> float | None:
+    """A rendered template value in seconds; None (the plan's setting) for an empty or null one."""
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "None", "null") else float(text)
+
+
 class SwitchGroupOperator(MigrationOperator):
     """Switch one consumer group to the target, verified, once its sensor saw it stopped and copied past;
-    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet)."""
+    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet).
+
+    The switch polls the check its sensor deferred on, so it passes at once when nothing changed since; it waits
+    up to `wait_timeout_s` (the plan's cutover.wait_timeout_s when not given) when something did."""
 
     stage = "switch_groups"
-    template_fields = ("plan_path", "group", "fence")
+    template_fields = ("plan_path", "group", "fence", "wait_timeout_s")
     operator_extra_links = (SwitchReportLink(),)
 
-    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
+    def __init__(self, *, group: str, fence: bool | str = False, wait_timeout_s: float | str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.group = group
         self.fence = fence
+        self.wait_timeout_s = wait_timeout_s
 
     def run(self, context: Any) -> dict:
         from mirror_engine.cutover import GroupSwitcher, SwitchError
@@ -266,8 +276,8 @@ class SwitchGroupOperator(MigrationOperator):
         hook = self.hook()
         switcher = GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE)
         try:
-            # The sensor before waited for the group to stop and for the copy: the waits here pass at once.
-            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true", timeout_s=SHORT_WAIT_S)
+            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true",
+                                     timeout_s=_seconds(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())
@@ -280,24 +290,27 @@ class SwitchGroupOperator(MigrationOperator):
 
 class SwitchProducersOperator(MigrationOperator):
     """Switch one topic's producers once its sensor saw it idle on the source and fully copied: the engines
-    stop copying it."""
+    stop copying it.
+
+    The switch polls the check its sensor deferred on (idle for `idle_s`, copied to the end; each None: the
+    plan's setting), up to `wait_timeout_s`: the topic is seen idle again right before the switch."""
 
     stage = "switch_producers"
-    template_fields = ("plan_path", "topic")
+    template_fields = ("plan_path", "topic", "idle_s", "wait_timeout_s")
     operator_extra_links = (SwitchReportLink(),)
 
-    def __init__(self, *, topic: str, **kwargs: Any) -> None:
+    def __init__(self, *, topic: str, idle_s: float | str | None = None, wait_timeout_s: float | str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.topic = topic
+        self.topic, self.idle_s, self.wait_timeout_s = topic, idle_s, wait_timeout_s
 
     def run(self, context: Any) -> dict:
         from mirror_engine.cutover import SwitchError, switch_producers
 
         hook = self.hook()
         try:
-            # Idle and copied were waited for by the sensor; what was written since is copied before the switch.
-            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=0,
-                                      timeout_s=SHORT_WAIT_S)
+            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=_seconds(self.idle_s),
+                                      timeout_s=_seconds(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())
