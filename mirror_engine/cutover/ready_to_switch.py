@@ -97,7 +97,7 @@ class GroupReadyToSwitch(ReadinessCheck):
             return Readiness(False, f"group {group}: {error}")
         if not final:
             return Readiness(False, "", failed=f"group {group!r} has no committed offsets on the source")
-        watch.refresh()
+        watch.mapping.refresh()  # only the mapping: what a switch waits for does not depend on the rest
         translation = translate_group(self.plan, watch.mapping, group, final)
         self.final, self.translation = final, translation
         if translation.not_replicated:
@@ -147,7 +147,7 @@ class TopicReadyToSwitch(ReadinessCheck):
         if ends != self.ends:
             self.ends, self._quiet_since, self.idle_at = ends, now, None
         quiet = now - self._quiet_since
-        watch.refresh()
+        watch.mapping.refresh()  # only the mapping: what a switch waits for does not depend on the rest
         self.copied = {p: int(watch.mapping.copied_position(t, p) or 0) for (t, p) in ends}
         behind = [f"{t}[{p}] copied to {self.copied[p]:,} of {end:,}"
                   for (t, p), end in sorted(ends.items()) if self.copied[p] < end]
