@@ -101,8 +101,8 @@ class Bytecode:
 
     def __init__(self, workdir: Path, codes: list[Code]) -> None:
         self.prefixes = {state: workdir / f"pycache-{state}" for state in BYTECODE_STATES}
-        warm = ("import mirror_engine.cli, mirror_engine.replication.engine, mirror_engine.cutover.switch, "
-                "mirror_engine.prepare.target")
+        warm = ("import mirror_engine.cli, mirror_engine.replication.engine, mirror_engine.cutover.group_switch, "
+                "mirror_engine.prepare.sequence")
         for code in codes:
             subprocess.run([sys.executable, "-c", warm], check=True, cwd=workdir,
                            env=self._env(code, self.prefixes["cached"], write=True))
@@ -375,7 +375,9 @@ def serve_switch(plan_file: str) -> int:
     source_config, target_config = plan.client_configs()
     describe_plan_clusters(plan, source_config, target_config)
     steps: list[tuple[str, float, float]] = []
-    install([step for step in STEPS if step[0] in ("mirror_engine.cutover.switch", "mirror_engine.observe.reports")
+    install([step for step in STEPS if step[0] in ("mirror_engine.cutover.group_switch",
+                                                   "mirror_engine.cutover.ready_to_switch",
+                                                   "mirror_engine.observe.reports")
              and "__init__" not in step[1]],
             lambda step, began, ended: steps.append((step, began, ended)))
     switcher = GroupSwitcher(plan, source_config, target_config)

@@ -36,11 +36,11 @@ STEPS = [
     ("mirror_engine.replication.clients", "EngineClients.connect", "engine clients built"),
     ("mirror_engine.flow.control", "ControlChannel.load", "control topic loaded"),
     ("mirror_engine.replication.engine", "load_progress", "progress loaded"),
-    ("mirror_engine.prepare.target", "describe_plan_clusters", "  describe both clusters (preparation)"),
-    ("mirror_engine.prepare.target", "read_source_state", "  source state read"),
-    ("mirror_engine.prepare.target", "read_target_state", "  target state read"),
-    ("mirror_engine.replication.target_upkeep", "plan_preparation", "  target preparation planned"),
-    ("mirror_engine.replication.target_upkeep", "apply_actions", "  target changes applied"),
+    ("mirror_engine.prepare.reading", "describe_plan_clusters", "  describe both clusters (preparation)"),
+    ("mirror_engine.prepare.reading", "read_source_state", "  source state read"),
+    ("mirror_engine.prepare.reading", "read_target_state", "  target state read"),
+    ("mirror_engine.prepare.sequence", "plan_preparation", "  target preparation planned"),
+    ("mirror_engine.prepare.sequence", "apply_actions", "  target changes applied"),
     ("mirror_engine.replication.target_upkeep", "TargetUpkeep.prepare", "target prepared"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.plan_partitions", "source partitions listed"),
     ("mirror_engine.replication.membership", "SingleProcess.check_no_other_kind_runs", "no workers beside"),
@@ -52,17 +52,17 @@ STEPS = [
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.assign_new", "partitions assigned"),
     # switch-group
-    ("mirror_engine.cutover.switch", "GroupSwitcher.__init__", "switcher built"),
-    ("mirror_engine.cutover.switch", "describe_group", "  group described"),
-    ("mirror_engine.cutover.switch", "_wait_group_empty", "group empty on the source"),
-    ("mirror_engine.cutover.switch", "committed_offsets", "  group offsets read"),
-    ("mirror_engine.cutover.switch", "FlowMapping.refresh", "  mapping refreshed"),
-    ("mirror_engine.cutover.switch", "GroupSwitcher._wait_until_copied", "copied past the group's offsets"),
-    ("mirror_engine.cutover.switch", "commit_offsets", "offsets committed on the target"),
-    ("mirror_engine.cutover.switch", "list_offsets", "  source ends listed"),
-    ("mirror_engine.cutover.switch", "GroupSwitcher._prove_all", "every partition proven"),
+    ("mirror_engine.cutover.group_switch", "GroupSwitcher.__init__", "switcher built"),
+    ("mirror_engine.cutover.group_switch", "describe_group", "  group described"),
+    ("mirror_engine.cutover.ready_to_switch", "group_stopped", "  group stopped? (one poll)"),
+    ("mirror_engine.cutover.ready_to_switch", "committed_offsets", "  group offsets read"),
+    ("mirror_engine.cutover.group_switch", "FlowMapping.refresh", "  mapping refreshed"),
+    ("mirror_engine.cutover.group_switch", "wait_until_ready", "stopped on the source and copied past its offsets"),
+    ("mirror_engine.cutover.group_switch", "commit_offsets", "offsets committed on the target"),
+    ("mirror_engine.cutover.group_switch", "list_offsets", "  source ends listed"),
+    ("mirror_engine.cutover.group_switch", "GroupSwitcher._prove_all", "every partition proven"),
     ("mirror_engine.observe.reports", "ReportStore.read", "  stored reports read"),
-    ("mirror_engine.cutover.switch", "GroupSwitcher._store", "report stored"),
+    ("mirror_engine.cutover.group_switch", "GroupSwitcher._store", "report stored"),
 ]
 
 Sink = Callable[[str, float, float], None]  # (step, began, ended), time.time() stamps
@@ -128,7 +128,7 @@ def main() -> int:
     cli = importlib.import_module("mirror_engine.cli")
     mark("import mirror_engine.cli", began)
     began = time.time()
-    command_module = ("mirror_engine.cutover.switch" if "switch-group" in sys.argv
+    command_module = ("mirror_engine.cutover.group_switch" if "switch-group" in sys.argv
                       else "mirror_engine.replication.engine")
     importlib.import_module(command_module)
     mark("import the command's modules", began)

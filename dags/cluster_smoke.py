@@ -7,7 +7,8 @@ the cluster for its id and size. The full migration DAGs are generated from `mig
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param, dag
+from kafka_migration.operators.cluster import DescribeClusterOperator
 
 
 @dag(
@@ -23,19 +24,8 @@ from airflow.sdk import Param, dag, task
     doc_md=__doc__,
 )
 def kafka_cluster_smoke() -> None:
-    @task
-    def describe(conn_param: str, params: dict | None = None) -> dict:
-        from kafka_migration.hooks.cluster import KafkaClusterHook
-
-        from mirror_engine.kafka import describe_cluster
-
-        assert params is not None
-        conn_id = params[conn_param]
-        info = describe_cluster(conn_id, KafkaClusterHook(conn_id).client_config())
-        return {"alias": info.alias, "cluster_id": info.cluster_id, "brokers": info.broker_count}
-
-    describe.override(task_id="describe_source")("source_conn_id")
-    describe.override(task_id="describe_target")("target_conn_id")
+    DescribeClusterOperator(task_id="describe_source", kafka_conn_id="{{ params.source_conn_id }}")
+    DescribeClusterOperator(task_id="describe_target", kafka_conn_id="{{ params.target_conn_id }}")
 
 
 kafka_cluster_smoke()

@@ -28,6 +28,7 @@ from kafka_migration.operators.migration import (
     SwitchProducersOperator,
 )
 from kafka_migration.operators.spark import MigrationSparkSubmitOperator
+from kafka_migration.plan_dags import migration_dag_id, plans_folder, validation_dag_id
 from kafka_migration.sensors.readiness import (
     BackfillDoneSensor,
     CheckpointsCurrentSensor,
@@ -40,7 +41,7 @@ from kafka_migration.sensors.readiness import (
 
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 
-PLANS = Path(os.environ.get("KAFKA_MIGRATION_PLANS", Path(__file__).resolve().parents[1] / "migrations"))
+PLANS = plans_folder()
 REPORTS = Path(os.environ.get("AIRFLOW_HOME", ".")) / "reports"
 SPARK_CONN_ID = os.environ.get("KAFKA_MIGRATION_SPARK_CONN", "spark_local")
 STAGES = ["preflight", "prepare", "replicate", "backfill", "catch_up", "validate", "checkpoints", "switch_groups",
@@ -123,7 +124,7 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
 def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
     name, path = plan.name, str(plan_file)
     with DAG(
-        dag_id=f"kafka_migration__{name}",
+        dag_id=migration_dag_id(name),
         schedule=plan.schedule,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
@@ -180,7 +181,8 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                 **wait).expand(group=groups)
             switched = SwitchGroupOperator.partial(
                 task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
-                map_index_template="{{ task.group }}", **retried).expand(group=groups)
+                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.group }}",
+                **retried).expand(group=groups)
             fenced >> group_ready >> switched
         with TaskGroup("switch_producers"):
             @task(task_id="topics")
@@ -192,7 +194,9 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                 task_id="ready", idle_s="{{ params.producer_idle_s }}", map_index_template="{{ task.topic }}",
                 **wait).expand(topic=topics)
             producers = SwitchProducersOperator.partial(
-                task_id="switch", plan_path=path, map_index_template="{{ task.topic }}", **retried).expand(topic=topics)
+                task_id="switch", plan_path=path, idle_s="{{ params.producer_idle_s }}",
+                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.topic }}",
+                **retried).expand(topic=topics)
             topic_ready >> producers
         with TaskGroup("finish"):
             finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
@@ -208,7 +212,7 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
 def build_validation_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
     """Validation alone, on the plan's `validation.schedule` during a long migration (or on trigger)."""
     with DAG(
-        dag_id=f"kafka_migration_validate__{plan.name}",
+        dag_id=validation_dag_id(plan.name),
         schedule=plan.validation.schedule,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
@@ -284,7 +288,7 @@ def build_broken_plan_dag(plan_file: Path, problem: str) -> DAG:
     the problem, so a bad plan costs only its own DAG."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", plan_file.stem)
     with DAG(
-        dag_id=f"kafka_migration__{name}",
+        dag_id=migration_dag_id(name),
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,

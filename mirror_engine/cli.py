@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException
 
-from mirror_engine.flow import FLOW_ACTIONS, managed_target_topics
+from mirror_engine.flow import FLOW_ACTIONS
 from mirror_engine.kafka import ClusterUnreachable, describe_cluster, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from mirror_engine.security import RedactingFilter, masked, redact
 
 if TYPE_CHECKING:
-    from mirror_engine.prepare import PreparePlan
+    from mirror_engine.prepare import ApplyResult, PreparePlan
 
 
 def printable(text: str) -> str:
@@ -65,11 +65,10 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from mirror_engine.prepare import plan_preparation, render_actions, to_json
+    from mirror_engine.prepare import prepare_target, render_actions, to_json
 
     plan = load_plan_argument(args)
-    source_config, target_config = _reachable(plan)
-    prepared = plan_preparation(plan, source_config, target_config, managed_target_topics(plan, target_config))
+    prepared = prepare_target(plan, *_reachable(plan)).prepared
     if args.json:
         print(to_json(prepared))
     else:
@@ -93,25 +92,25 @@ def _print_source_access(prepared: PreparePlan) -> None:
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
-    from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result, to_json
+    from mirror_engine.prepare import prepare_target, render_actions, render_result, to_json
 
-    plan = load_plan_argument(args)
-    source_config, target_config = _reachable(plan)
-    prepared = plan_preparation(plan, source_config, target_config, managed_target_topics(plan, target_config))
-    _print_source_access(prepared)
-    print(render_actions(prepared.actions))
-    if prepared.problems:
+    def planned(prepared: PreparePlan) -> None:
+        _print_source_access(prepared)
+        print(render_actions(prepared.actions))
         for problem in prepared.problems:
             print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
-        print("nothing applied: fix the problems above first", file=sys.stderr)
-        return 1
-    if not prepared.actions:
-        return 0
-    result = apply_actions(target_config, prepared.actions, validate_only=args.dry_run)
-    print(("dry-run (validated by the target, nothing changed): " if args.dry_run else "") + render_result(result))
-    if args.json:
-        print(to_json(result))
-    return 0 if not result.failed else 1
+        if prepared.problems:
+            print("nothing applied: fix the problems above first", file=sys.stderr)
+
+    def done(result: ApplyResult) -> None:
+        print(("dry-run (validated by the target, nothing changed): " if args.dry_run else "") + render_result(result))
+        if args.json:
+            print(to_json(result))
+
+    plan = load_plan_argument(args)
+    preparation = prepare_target(plan, *_reachable(plan), dry_run=args.dry_run, apply=not args.dry_run,
+                                 on_planned=planned, on_checked=done, on_applied=done)
+    return 1 if preparation.refused or preparation.failed else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

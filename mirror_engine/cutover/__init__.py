@@ -4,21 +4,13 @@ consumer groups and producers, rollback."""
 from mirror_engine.cutover.catch_up import CatchUpBounds, CatchUpGate, LagSample, catch_up_sentence
 from mirror_engine.cutover.checkpoint_loop import CheckpointLease, CheckpointLoop, LeaseRefused, lease_holder
 from mirror_engine.cutover.checkpoints import Checkpointer, translate_group
-from mirror_engine.cutover.readiness import (
-    CheckpointsCurrent,
-    GroupReadyToSwitch,
-    LagAtMost,
-    ReadinessCheck,
-    build_check,
-)
-from mirror_engine.cutover.switch import (
-    GroupSwitcher,
-    SwitchError,
-    fingerprint,
-    records_around,
-    records_around_all,
-    switch_producers,
-)
+from mirror_engine.cutover.group_switch import GroupSwitcher, GroupSwitchReport
+from mirror_engine.cutover.producer_switch import ProducerSwitchReport, switch_producers, unfence_producers
+from mirror_engine.cutover.proof import fingerprint, records_around, records_around_all
+from mirror_engine.cutover.readiness import CheckpointsCurrent, LagAtMost, build_check
+from mirror_engine.cutover.readiness_base import Readiness, ReadinessCheck
+from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupStopped, TopicReadyToSwitch
+from mirror_engine.cutover.waiting import SwitchError, wait_until_ready
 
 __all__ = [
     "CatchUpBounds",
@@ -28,12 +20,17 @@ __all__ = [
     "Checkpointer",
     "CheckpointsCurrent",
     "GroupReadyToSwitch",
+    "GroupStopped",
+    "GroupSwitchReport",
     "GroupSwitcher",
     "LagAtMost",
     "LagSample",
     "LeaseRefused",
+    "ProducerSwitchReport",
+    "Readiness",
     "ReadinessCheck",
     "SwitchError",
+    "TopicReadyToSwitch",
     "build_check",
     "catch_up_sentence",
     "fingerprint",
@@ -42,4 +39,6 @@ __all__ = [
     "records_around_all",
     "switch_producers",
     "translate_group",
+    "unfence_producers",
+    "wait_until_ready",
 ]

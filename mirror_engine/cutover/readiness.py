@@ -1,20 +1,16 @@
-"""What each step of a migration waits for, asked one poll at a time: the conditions behind Airflow's sensors.
+"""What each step of a migration waits for, asked one poll at a time: the conditions behind Airflow's sensors, and
+the registry of checks a sensor names (`CHECKS`, `build_check`). The checks of the switches, which the switches
+poll too, are in `ready_to_switch`; what a check answers is `readiness_base`.
 
-Each check holds its clients open from its first `check()` to `close()`, reads only what changed since the
-last poll where it can (the flow's mapping, control and status topics), and answers a `Readiness`: done or
-not, one line saying what it waits for and how far it is, and a reason when the wait can never end well
-(a stopped partition, a group active on the target), so a sensor fails at once instead of at its timeout.
 The sensors' triggers call nothing else; whatever a check learns stays here, in the domain.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AclBindingFilter, AdminClient, OffsetSpec
+from confluent_kafka import KafkaException
 
 from mirror_engine.cutover.catch_up import (
     FROM_PLAN,
@@ -25,68 +21,14 @@ from mirror_engine.cutover.catch_up import (
     catch_up_sentence,
 )
 from mirror_engine.cutover.checkpoint_loop import lease_holder
-from mirror_engine.cutover.checkpoints import Checkpointer, translate_group
-from mirror_engine.cutover.switched import group_already_switched
-from mirror_engine.kafka import (
-    Acl,
-    GroupError,
-    admin_client,
-    committed_offsets,
-    describe_group,
-    fence_problem,
-    group_fence,
-    is_engine_group,
-    list_offsets,
-    topic_write_fence,
-)
-from mirror_engine.observe import FlowWatch, flow_problems
+from mirror_engine.cutover.checkpoints import Checkpointer
+from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
+from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, TopicReadyToSwitch
+from mirror_engine.kafka import admin_client, describe_group
+from mirror_engine.observe import flow_problems
 from mirror_engine.plan import MigrationPlan
 
 TopicPartitionKey = tuple[str, int]
-SHOWN = 8  # partitions or groups named in one progress line; the rest are counted
-RUN_FENCE = "fence (the run's fence param)"  # how a migration run asks for fences
-
-
-@dataclass(frozen=True)
-class Readiness:
-    done: bool
-    progress: str  # what is waited for and how far it is, for a person reading the task log
-    failed: str = ""  # set when waiting longer cannot help
-    detail: dict[str, Any] = field(default_factory=dict)  # small and JSON-able (it becomes the sensor's XCom)
-
-
-def _named(items: list[str]) -> str:
-    more = len(items) - SHOWN
-    return ", ".join(items[:SHOWN]) + (f" and {more} more" if more > 0 else "")
-
-
-def _acl_in_force(admin: AdminClient, acl: Acl) -> bool:
-    binding = acl.to_binding()
-    query = AclBindingFilter(binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
-                             binding.host, binding.operation, binding.permission_type)
-    return bool(admin.describe_acls(query, request_timeout=15).result())
-
-
-class ReadinessCheck:
-    """Base: built from the plan and both clusters' settings; `check()` once per poll; `close()` at the end."""
-
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
-        self.plan = plan
-        self.source_config, self.target_config = source_config, target_config
-        self._watch: FlowWatch | None = None
-
-    @property
-    def watch(self) -> FlowWatch:
-        if self._watch is None:
-            self._watch = FlowWatch(self.plan, self.source_config, self.target_config)
-        return self._watch
-
-    def check(self) -> Readiness:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        if self._watch is not None:
-            self._watch.close()
 
 
 class ClustersAnswer(ReadinessCheck):
@@ -139,9 +81,9 @@ class EngineCopying(ReadinessCheck):
         missing = sorted(planned - copying)
         if missing or paused:
             return Readiness(False, f"{len(live)} live engine(s) copy {len(planned & copying)} of {len(planned)} "
-                             f"partition(s)" + (f"; not copied yet: {_named([f'{t}[{p}]' for t, p in missing])}"
+                             f"partition(s)" + (f"; not copied yet: {named([f'{t}[{p}]' for t, p in missing])}"
                                                 if missing else "")
-                             + (f"; the flow is {live[0]['state']} on {_named(paused)}" if paused else ""))
+                             + (f"; the flow is {live[0]['state']} on {named(paused)}" if paused else ""))
         return Readiness(True, f"{len(live)} live engine(s) copy all {len(planned)} partition(s)",
                          detail={"engines": len(live), "partitions": len(planned)})
 
@@ -171,7 +113,7 @@ class BackfillDone(ReadinessCheck):
                     waiting.append(f"{topic}[{partition}] copied to {position if position is not None else '-'} "
                                    f"of {snapshot_offset}")
         if waiting:
-            return Readiness(False, f"backfill: {done} partition(s) done; waiting for {_named(waiting)}")
+            return Readiness(False, f"backfill: {done} partition(s) done; waiting for {named(waiting)}")
         return Readiness(True, f"backfill done: {done} partition(s) of {len(topics)} topic(s) at their snapshot",
                          detail={"partitions": done})
 
@@ -216,7 +158,7 @@ class LagAtMost(ReadinessCheck):
                              "they cannot copy: " + "; ".join(problems[:SHOWN]), detail=detail)
         behind = sorted(((n, f"{t}[{p}] {n:,}") for (t, p), n in lag.items() if n), reverse=True)
         engines = f"{len(live)} live engine(s)" if live else "no live engine of the flow (is one running?)"
-        return Readiness(False, f"{sentence}; {engines}; most behind: {_named([text for _n, text in behind])}",
+        return Readiness(False, f"{sentence}; {engines}; most behind: {named([text for _n, text in behind])}",
                          detail=detail)
 
     def close(self) -> None:
@@ -258,9 +200,9 @@ class CheckpointsCurrent(ReadinessCheck):
         if holder is not None:
             progress += f" (written by the flow's checkpoint loop in {holder})"
         if moving:
-            progress += f"; still consuming, not waited for: {_named(moving)}"
+            progress += f"; still consuming, not waited for: {named(moving)}"
         if behind:
-            return Readiness(False, progress + f"; waiting for {_named(behind)}")
+            return Readiness(False, progress + f"; waiting for {named(behind)}")
         return Readiness(True, progress, detail={"current": current, "consuming": len(moving)})
 
     def close(self) -> None:
@@ -269,92 +211,6 @@ class CheckpointsCurrent(ReadinessCheck):
         super().close()
 
 
-class GroupReadyToSwitch(ReadinessCheck):
-    """A group can be switched now: no members on the source (fenced there, when asked), none on the target,
-    and the engine copied past every offset it committed."""
-
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 group: str = "", fence: bool = False) -> None:
-        super().__init__(plan, source_config, target_config)
-        self.group, self.fence = group, fence
-
-    def check(self) -> Readiness:
-        group, watch = self.group, self.watch
-        if is_engine_group(group):
-            return Readiness(False, "", failed=f"{group!r} is a replication engine's own group: it is never switched")
-        try:
-            if describe_group(watch.target_admin, group).active:
-                if not describe_group(watch.source_admin, group).active and group_already_switched(
-                        self.plan, self.target_config, group, committed_offsets(watch.source_admin, group)):
-                    return Readiness(True, f"group {group}: already switched to the target (its stored report "
-                                     "proves it): nothing to wait for", detail={"group": group})
-                return Readiness(False, "", failed=f"group {group!r} already has active members on the target")
-            if self.fence and not _acl_in_force(watch.source_admin, group_fence(group)):
-                problem = fence_problem(watch.source_admin, self.plan.source.alias, f"group '{group}'", RUN_FENCE)
-                if problem:
-                    return Readiness(False, "", failed=problem)
-                return Readiness(False, f"group {group}: waiting for its fence (DENY READ) on the source")
-            members = describe_group(watch.source_admin, group).members
-            if members:
-                return Readiness(False, f"group {group}: waiting for its {members} member(s) on the source to stop")
-            final = committed_offsets(watch.source_admin, group)
-        except GroupError as error:
-            return Readiness(False, f"group {group}: {error}")
-        if not final:
-            return Readiness(False, "", failed=f"group {group!r} has no committed offsets on the source")
-        watch.refresh()
-        translation = translate_group(self.plan, watch.mapping, group, final)
-        if translation.not_replicated:
-            return Readiness(False, "", failed=f"group {group!r} reads topics this plan does not copy: "
-                             + ", ".join(translation.not_replicated))
-        if translation.pending:
-            return Readiness(False, f"group {group}: stopped on the source; waiting for the engine to copy past "
-                             + _named([f"{t}[{p}] offset {o:,} (copied to "
-                                       f"{watch.mapping.copied_position(t, p) or 0:,})"
-                                       for (t, p), o in sorted(translation.pending.items())]))
-        return Readiness(True, f"group {group}: stopped on the source and copied past its offsets on "
-                         f"{len(final)} partition(s)", detail={"group": group, "partitions": len(final)})
-
-
-class TopicReadyToSwitch(ReadinessCheck):
-    """A topic's producers can switch: nothing written on the source for `idle_s` (or writes fenced, when
-    asked) and the engine copied it to its end."""
-
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 topic: str = "", idle_s: float = 30.0, fence: bool = False) -> None:
-        super().__init__(plan, source_config, target_config)
-        self.topic, self.idle_s, self.fence = topic, idle_s, fence
-        self._ends: dict[TopicPartitionKey, int] | None = None
-        self._quiet_since = 0.0
-
-    def check(self) -> Readiness:
-        topic, watch = self.topic, self.watch
-        if not self.plan.replicates_topic(topic):
-            return Readiness(False, "", failed=f"topic {topic!r} is not copied by plan '{self.plan.name}'")
-        metadata = watch.source_admin.list_topics(topic, timeout=15).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return Readiness(False, "", failed=f"topic {topic!r} does not exist on the source")
-        if self.fence and not _acl_in_force(watch.source_admin, topic_write_fence(topic)):
-            problem = fence_problem(watch.source_admin, self.plan.source.alias, f"topic '{topic}'", RUN_FENCE)
-            if problem:
-                return Readiness(False, "", failed=problem)
-            return Readiness(False, f"topic {topic}: waiting for its write fence on the source")
-        ends = list_offsets(watch.source_admin, [TopicPartition(topic, p) for p in sorted(metadata.partitions)],
-                            OffsetSpec.latest())
-        now = time.monotonic()
-        if ends != self._ends:
-            self._ends, self._quiet_since = ends, now
-        quiet = now - self._quiet_since
-        watch.refresh()
-        behind = [f"{t}[{p}] copied to {watch.mapping.copied_position(t, p) or 0:,} of {end:,}"
-                  for (t, p), end in sorted(ends.items()) if (watch.mapping.copied_position(t, p) or 0) < end]
-        if not self.fence and quiet < self.idle_s:
-            return Readiness(False, f"topic {topic}: no write on the source for {quiet:.0f} s of {self.idle_s:.0f} s"
-                             + (f"; {len(behind)} partition(s) still being copied" if behind else ""))
-        if behind:
-            return Readiness(False, f"topic {topic}: idle on the source; waiting for the copy of {_named(behind)}")
-        return Readiness(True, f"topic {topic}: idle on the source {quiet:.0f} s and copied to its end",
-                         detail={"topic": topic, "end_offsets": {str(p): o for (_t, p), o in ends.items()}})
 
 
 # The checks a sensor may name (by these keys, so that a trigger serializes to plain strings).
@@ -374,3 +230,4 @@ def build_check(name: str, plan: MigrationPlan, source_config: dict[str, str], t
     if name not in CHECKS:
         raise ValueError(f"unknown readiness check {name!r}; known: {', '.join(CHECKS)}")
     return CHECKS[name](plan, source_config, target_config, **arguments)
+

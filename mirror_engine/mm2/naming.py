@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mirror_engine.plan import ALIAS_PATTERN
 
 if TYPE_CHECKING:
-    from mirror_engine.mm2.reader import _Builder
+    from mirror_engine.mm2.plan_builder import PlanBuilder
 
 __all__ = ["alias_problems", "naming_fields", "same_cluster_problem"]
 
@@ -50,7 +50,7 @@ def same_cluster_problem(source_key: str, target_key: str, servers: str) -> str:
             "themselves; point each cluster at its own bootstrap servers")
 
 
-def _identity_idiom_warning(builder: _Builder, keys: list[str], empty_target: bool) -> str:
+def _identity_idiom_warning(builder: PlanBuilder, keys: list[str], empty_target: bool) -> str:
     source, target = builder.source, builder.target
     syncs = "mm2-offset-syncsinternal" if empty_target else f"mm2-offset-syncs{target}internal"
     return (f"{', '.join(keys)}: empty: topic names are kept, read as IdentityReplicationPolicy (how files kept "
@@ -63,7 +63,7 @@ def _identity_idiom_warning(builder: _Builder, keys: list[str], empty_target: bo
             "this warning")
 
 
-def naming_fields(builder: _Builder, problems: list[str], warnings: list[str]) -> None:
+def naming_fields(builder: PlanBuilder, problems: list[str], warnings: list[str]) -> None:
     """The replication policy, with MM2's `source.cluster.alias` / `target.cluster.alias` overrides."""
     policy = builder.lookup("replication.policy.class")
     kind = "identity" if policy and policy[1] == "IdentityReplicationPolicy" else "default"

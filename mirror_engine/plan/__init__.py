@@ -1,18 +1,10 @@
 """The migration plan: its model and YAML file, replication policy (topic naming), name filters and RE2 regexes,
 principals, schedules and start times."""
 
+from mirror_engine.plan.clusters import ALIAS_PATTERN, ClusterSpec, render_client_config
+from mirror_engine.plan.errors import PlanError
 from mirror_engine.plan.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
-from mirror_engine.plan.model import (
-    ALIAS_PATTERN,
-    MM2_CONFIG_EXCLUDES,
-    ClusterSpec,
-    EngineSpec,
-    MigrationPlan,
-    PlanError,
-    load_plan,
-    plan_from_dict,
-    render_client_config,
-)
+from mirror_engine.plan.model import MigrationPlan, load_plan, plan_from_dict
 from mirror_engine.plan.policy import (
     HEARTBEATS_TOPIC,
     DefaultReplicationPolicy,
@@ -25,6 +17,7 @@ from mirror_engine.plan.policy import (
 from mirror_engine.plan.principals import map_principal
 from mirror_engine.plan.regexes import RegexError, check_pattern, compile_any
 from mirror_engine.plan.schedules import schedule_problem
+from mirror_engine.plan.sections import MM2_CONFIG_EXCLUDES, EngineSpec
 from mirror_engine.plan.times import aware_time
 
 __all__ = [

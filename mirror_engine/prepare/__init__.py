@@ -1,6 +1,18 @@
-"""Preparing the target: read both clusters, compute the actions, print them as a dry-run, apply them; and what the
-source principal may read."""
+"""Preparing the target: read both clusters, compute the actions, print them as a dry-run, apply them, in one
+sequence (`prepare_target`, which every front end calls); and what the source principal may read."""
 
+from mirror_engine.prepare.actions import (
+    Action,
+    ApplyResult,
+    PreparePlan,
+    compute_actions,
+    render_actions,
+    render_result,
+    to_json,
+)
+from mirror_engine.prepare.applying import apply_actions
+from mirror_engine.prepare.reading import plan_preparation
+from mirror_engine.prepare.sequence import Preparation, prepare_target
 from mirror_engine.prepare.source_access import (
     ACL_SYNC,
     CONFIG_SYNC,
@@ -8,17 +20,6 @@ from mirror_engine.prepare.source_access import (
     GROUP_OFFSET_SYNC,
     Denial,
     SourceAccess,
-)
-from mirror_engine.prepare.target import (
-    Action,
-    ApplyResult,
-    PreparePlan,
-    apply_actions,
-    compute_actions,
-    plan_preparation,
-    render_actions,
-    render_result,
-    to_json,
 )
 from mirror_engine.prepare.target_configs import ConfigNote, TargetConfigs, unsynced_log_append_time
 
@@ -31,12 +32,14 @@ __all__ = [
     "ApplyResult",
     "ConfigNote",
     "Denial",
+    "Preparation",
     "PreparePlan",
     "SourceAccess",
     "TargetConfigs",
     "apply_actions",
     "compute_actions",
     "plan_preparation",
+    "prepare_target",
     "render_actions",
     "render_result",
     "to_json",

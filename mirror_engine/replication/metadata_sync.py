@@ -15,7 +15,7 @@ from typing import Literal
 
 from mirror_engine.flow import managed_target_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.prepare import ApplyResult, TargetConfigs, apply_actions, plan_preparation, render_result
+from mirror_engine.prepare import ApplyResult, PreparePlan, TargetConfigs, prepare_target, render_result
 from mirror_engine.scheduler import PeriodicTask
 
 log = logging.getLogger(__name__)
@@ -31,20 +31,20 @@ def sync_once(plan: MigrationPlan, source_config: dict[str, str], target_config:
     same `target_configs` each time: the target is then asked about each source config once."""
     only = plan.model_copy(update={"sync": plan.sync.model_copy(update={
         "configs": plan.sync.configs and kind == "configs", "acls": plan.sync.acls and kind == "acls"})})
-    prepared = plan_preparation(only, source_config, target_config, managed_target_topics(plan, target_config),
-                                best_effort=True, target_configs=target_configs)
+    preparation = prepare_target(only, source_config, target_config, apply=True,
+                                 managed_topics=managed_target_topics(plan, target_config), best_effort=True,
+                                 target_configs=target_configs, kinds={_ACTION[kind]},
+                                 on_planned=lambda prepared: _log_planned(plan, kind, prepared),
+                                 on_applied=lambda result: log.info("%s sync: %s", kind, render_result(result)))
+    return preparation.applied
+
+
+def _log_planned(plan: MigrationPlan, kind: str, prepared: PreparePlan) -> None:
     for warning in prepared.warnings:
         log.warning("%s sync: %s", kind, warning)
     if prepared.problems:
         log.warning("%s sync skipped: the target has %d problem(s) for plan '%s': %s", kind, len(prepared.problems),
                     plan.name, "; ".join(prepared.problems))
-        return None
-    actions = [action for action in prepared.actions if action.kind == _ACTION[kind]]
-    if not actions:
-        return None
-    result = apply_actions(target_config, actions)
-    log.info("%s sync: %s", kind, render_result(result))
-    return result
 
 
 def metadata_sync_tasks(plan: MigrationPlan, source_config: dict[str, str],

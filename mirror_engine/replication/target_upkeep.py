@@ -12,7 +12,7 @@ import time
 
 from mirror_engine.flow import managed_target_topics
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.prepare import Action, TargetConfigs, apply_actions, plan_preparation, render_actions
+from mirror_engine.prepare import Action, PreparePlan, TargetConfigs, prepare_target, render_actions
 from mirror_engine.replication.faults import EngineError, Faults
 
 log = logging.getLogger("mirror_engine.replication.engine")
@@ -36,12 +36,10 @@ class TargetUpkeep:
         again). Problems that forbid any change raise at the start (`initial`)."""
         failures = ""
         for attempt in range(3):
-            prepared = plan_preparation(self.plan, self.source_config, self.target_config, managed, best_effort=True,
-                                        target_configs=self.target_configs)
-            for warning in [*prepared.warnings, *prepared.config_notes]:
-                if warning not in self._warned:  # said once, not at every refresh
-                    self._warned.add(warning)
-                    log.warning("%s", warning)
+            preparation = prepare_target(self.plan, self.source_config, self.target_config, apply=True,
+                                         managed_topics=managed, best_effort=True, target_configs=self.target_configs,
+                                         on_planned=self._planned)
+            prepared, result = preparation.prepared, preparation.applied
             if prepared.problems and self.beside_others and attempt < 2:
                 # Another worker of the flow may have just created a topic and copied into it: its progress
                 # (committed within a progress interval) makes the topic the flow's. Look again after that.
@@ -50,11 +48,7 @@ class TargetUpkeep:
                 continue
             if prepared.problems:
                 raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
-            if not prepared.actions:
-                return self._copyable(prepared.source_topics, {})
-            log.info("preparing the target:\n%s", render_actions(prepared.actions))
-            result = apply_actions(self.target_config, prepared.actions)
-            if not result.failed:
+            if result is None or not result.failed:
                 return self._copyable(prepared.source_topics, {})
             failures = "; ".join(f"{a.kind} {a.resource}: {e}" for a, e in result.failed)
             if not self.beside_others and not any("already exists" in error for _, error in result.failed):
@@ -66,7 +60,17 @@ class TargetUpkeep:
                                  if action.kind == "create_topic" and "already exists" in error)
             log.info("preparing the target: %s; planning again", failures)
             time.sleep(1)
-        return self._copyable(prepared.source_topics, _blocked(result.failed), result.failed)
+        failed = result.failed if result is not None else []
+        return self._copyable(prepared.source_topics, _blocked(failed), failed)
+
+    def _planned(self, prepared: PreparePlan) -> None:
+        """Warnings said once, not at every refresh; the changes about to be applied, when there are any."""
+        for warning in [*prepared.warnings, *prepared.config_notes]:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                log.warning("%s", warning)
+        if prepared.actions and not prepared.problems:
+            log.info("preparing the target:\n%s", render_actions(prepared.actions))
 
     def _copyable(self, source_topics: list[str], blocked: dict[str, str],
                   failed: list[tuple[Action, str]] | None = None) -> list[str]:

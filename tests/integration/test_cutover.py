@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from mirror_engine.cutover import (
     Checkpointer,
+    GroupReadyToSwitch,
     GroupSwitcher,
     SwitchError,
     fingerprint,
@@ -240,6 +241,42 @@ def test_switch_refuses_a_group_active_on_the_target(kafka_pair, cutover_topics,
             GroupSwitcher(plan, source.client_config(), target.client_config()).switch(group, timeout_s=5)
     finally:
         busy.close()
+
+
+def test_a_switch_waits_on_the_check_its_sensor_defers_on(kafka_pair, cutover_topics, unique_name):
+    """One definition of "ready to switch": a switch that cannot go on says what the sensor's check says."""
+    source, target = kafka_pair
+    plan = make_plan(source, target, cutover_topics)
+    group = f"{unique_name}-still-reading"
+    reader = Consumer({**source.client_config(), "group.id": group, "auto.offset.reset": "earliest"})
+    reader.subscribe([cutover_topics + "plain"])
+    try:
+        deadline = time.monotonic() + 30
+        while not reader.assignment():
+            reader.poll(0.2)
+            assert time.monotonic() < deadline
+        check = GroupReadyToSwitch(plan, source.client_config(), target.client_config(), group=group)
+        try:
+            waiting = check.check()
+        finally:
+            check.close()
+        assert not waiting.done and "member(s) on the source to stop" in waiting.progress
+        with pytest.raises(SwitchError) as refused:
+            GroupSwitcher(plan, source.client_config(), target.client_config()).switch(group, timeout_s=2)
+        assert waiting.progress in str(refused.value) and "nothing was committed on the target" in str(refused.value)
+    finally:
+        reader.close()
+
+    topic = cutover_topics + "plain"
+    writer = LiveProducer(source.client_config(), topic, 3)
+    writer.start()
+    try:
+        with pytest.raises(SwitchError, match=rf"still waiting after 3 s: topic {topic}: no write on the source "
+                                              r"for \d+ s of 60 s"):
+            switch_producers(plan, source.client_config(), target.client_config(), topic, idle_s=60, timeout_s=3)
+    finally:
+        writer.halt.set()
+        writer.join(30)
 
 
 def test_switch_producers_stops_copying_the_topic(kafka_pair, unique_name):

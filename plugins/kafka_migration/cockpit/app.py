@@ -7,7 +7,6 @@ built from; one `FlowView` per plan is kept (warm clients, incremental reads), e
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,13 +17,8 @@ from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from kafka_migration.cockpit import pages
-from kafka_migration.cockpit.links import PREFIX, plan_of
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def plans_folder() -> Path:
-    return Path(os.environ.get("KAFKA_MIGRATION_PLANS", ROOT / "migrations"))
+from kafka_migration.cockpit.links import PREFIX
+from kafka_migration.plan_dags import migration_dag_id, plan_of, plans_folder
 
 
 class Views:
@@ -75,7 +69,7 @@ def latest_stage(plan: str) -> str:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        run = (session.query(DagRun).filter(DagRun.dag_id == f"kafka_migration__{plan}")
+        run = (session.query(DagRun).filter(DagRun.dag_id == migration_dag_id(plan))
                .order_by(DagRun.id.desc()).first())
         if run is None:
             return "never run"

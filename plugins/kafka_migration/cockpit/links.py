@@ -6,15 +6,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
+from kafka_migration.plan_dags import plan_of
+
 PREFIX = "/kafka-migrations/"
-
-
-def plan_of(dag_id: str) -> str | None:
-    """The plan a migration or validation DAG was built from (None for the shared DAGs)."""
-    for dag_prefix in ("kafka_migration__", "kafka_migration_validate__"):
-        if dag_id.startswith(dag_prefix):
-            return dag_id.removeprefix(dag_prefix)
-    return None
 
 
 class CockpitLink(BaseOperatorLink):

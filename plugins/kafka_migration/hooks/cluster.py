@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.log import mask_secret
 
 from mirror_engine.security import secret_values
+
+if TYPE_CHECKING:
+    from mirror_engine.kafka import ClusterInfo
 
 
 def mask_client_secrets(config: dict[str, str]) -> dict[str, str]:
@@ -59,3 +62,8 @@ class KafkaClusterHook(BaseHook):
             config["sasl.password"] = conn.password
         return mask_client_secrets(config)
 
+    def describe(self) -> ClusterInfo:
+        """The cluster's id and size, asked through this connection (ClusterUnreachable when it does not answer)."""
+        from mirror_engine.kafka import describe_cluster
+
+        return describe_cluster(self.kafka_conn_id, self.client_config())

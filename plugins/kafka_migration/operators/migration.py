@@ -22,7 +22,6 @@ from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
 from kafka_migration.stages import skip_unless_selected
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
-SHORT_WAIT_S = 60.0  # what an action after its sensor may still wait (the sensor did the long wait)
 RUN_FENCE = "fence (the run's fence param)"  # how a run asks for fences, named when the source cannot hold one
 
 
@@ -93,9 +92,8 @@ class PreflightOperator(MigrationOperator):
     stage = "preflight"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.flow import managed_target_topics
         from mirror_engine.kafka import ClusterUnreachable, describe_cluster
-        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.prepare import prepare_target, render_actions, render_result
 
         hook = self.hook()
         plan = hook.plan
@@ -105,18 +103,23 @@ class PreflightOperator(MigrationOperator):
             describe_cluster(plan.target.alias, target)
         except ClusterUnreachable as error:
             raise AirflowFailException(str(error)) from None
-        prepared = plan_preparation(plan, source, target, managed_target_topics(plan, target))
-        _log_source_access(self, prepared)
-        self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
-                      len(prepared.source_topics), render_actions(prepared.actions))
-        problems = [*prepared.problems, *_fencing_problems(plan, source, context.get("params") or {})]
-        if problems:
-            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(problems))
-        result = apply_actions(target, prepared.actions, validate_only=True)
-        self.log.info("dry-run, validated by the target: %s", render_result(result))
-        if result.failed:
-            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in result.failed)
-            raise AirflowFailException(f"the target refused {len(result.failed)} change(s) in the dry-run: {refused}")
+
+        def planned(prepared: Any) -> None:
+            _log_source_access(self, prepared)
+            self.log.info("plan '%s': %d topic(s) to replicate; changes on the target:\n%s", plan.name,
+                          len(prepared.source_topics), render_actions(prepared.actions))
+
+        preparation = prepare_target(
+            plan, source, target, dry_run=True, on_planned=planned,
+            more_problems=lambda _prepared: _fencing_problems(plan, source, context.get("params") or {}),
+            on_checked=lambda result: self.log.info("dry-run, validated by the target: %s", render_result(result)))
+        prepared = preparation.prepared
+        if preparation.refused:
+            raise AirflowFailException("preflight failed, nothing changed:\n  " + "\n  ".join(prepared.problems))
+        if preparation.failed:
+            refused = "; ".join(f"{action.kind} {action.resource}: {error}" for action, error in preparation.failed)
+            raise AirflowFailException(f"the target refused {len(preparation.failed)} change(s) in the dry-run: "
+                                       f"{refused}")
         return {"topics": len(prepared.source_topics), "changes": len(prepared.actions)}
 
 
@@ -131,27 +134,27 @@ class PrepareTargetOperator(MigrationOperator):
         self.dry_run = dry_run
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.flow import managed_target_topics
-        from mirror_engine.prepare import apply_actions, plan_preparation, render_actions, render_result
+        from mirror_engine.prepare import prepare_target, render_actions, render_result
+
+        def planned(prepared: Any) -> None:
+            _log_source_access(self, prepared)
+            self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
 
         hook = self.hook()
-        source, target = hook.client_configs()
-        prepared = plan_preparation(hook.plan, source, target, managed_target_topics(hook.plan, target))
-        _log_source_access(self, prepared)
-        self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
-        if prepared.problems:
-            raise AirflowFailException("nothing applied:\n  " + "\n  ".join(prepared.problems))
-        checked = apply_actions(target, prepared.actions, validate_only=True)
-        self.log.info("dry-run: %s", render_result(checked))
-        if checked.failed or str(self.dry_run).lower() == "true":
-            if checked.failed:
-                raise AirflowFailException("the dry-run failed: nothing applied")
+        dry_run = str(self.dry_run).lower() == "true"
+        preparation = prepare_target(
+            hook.plan, *hook.client_configs(), dry_run=True, apply=not dry_run, on_planned=planned,
+            on_checked=lambda result: self.log.info("dry-run: %s", render_result(result)),
+            on_applied=lambda result: self.log.info("applied: %s", render_result(result)))
+        if preparation.refused:
+            raise AirflowFailException("nothing applied:\n  " + "\n  ".join(preparation.prepared.problems))
+        if preparation.checked is not None and preparation.checked.failed:
+            raise AirflowFailException("the dry-run failed: nothing applied")
+        if preparation.applied is not None and preparation.applied.failed:
+            raise AirflowFailException(f"{len(preparation.applied.failed)} change(s) failed")
+        if dry_run:
             return {"applied": 0, "dry_run": True}
-        result = apply_actions(target, prepared.actions)
-        self.log.info("applied: %s", render_result(result))
-        if result.failed:
-            raise AirflowFailException(f"{len(result.failed)} change(s) failed")
-        return {"applied": len(result.applied), "dry_run": False}
+        return {"applied": len(preparation.applied.applied) if preparation.applied else 0, "dry_run": False}
 
 
 def _engine_files(plan_name: str) -> tuple[Path, Path]:
@@ -243,18 +246,29 @@ class FenceGroupOperator(MigrationOperator):
         return {"group": self.group, "fenced": True}
 
 
+def _seconds(value: float | str | None) -> float | None:
+    """A rendered template value in seconds; None (the plan's setting) for an empty or null one."""
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "None", "null") else float(text)
+
+
 class SwitchGroupOperator(MigrationOperator):
     """Switch one consumer group to the target, verified, once its sensor saw it stopped and copied past;
-    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet)."""
+    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet).
+
+    The switch polls the check its sensor deferred on, so it passes at once when nothing changed since; it waits
+    up to `wait_timeout_s` (the plan's cutover.wait_timeout_s when not given) when something did."""
 
     stage = "switch_groups"
-    template_fields = ("plan_path", "group", "fence")
+    template_fields = ("plan_path", "group", "fence", "wait_timeout_s")
     operator_extra_links = (SwitchReportLink(),)
 
-    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
+    def __init__(self, *, group: str, fence: bool | str = False, wait_timeout_s: float | str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.group = group
         self.fence = fence
+        self.wait_timeout_s = wait_timeout_s
 
     def run(self, context: Any) -> dict:
         from mirror_engine.cutover import GroupSwitcher, SwitchError
@@ -262,8 +276,8 @@ class SwitchGroupOperator(MigrationOperator):
         hook = self.hook()
         switcher = GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE)
         try:
-            # The sensor before waited for the group to stop and for the copy: the waits here pass at once.
-            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true", timeout_s=SHORT_WAIT_S)
+            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true",
+                                     timeout_s=_seconds(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())
@@ -276,24 +290,27 @@ class SwitchGroupOperator(MigrationOperator):
 
 class SwitchProducersOperator(MigrationOperator):
     """Switch one topic's producers once its sensor saw it idle on the source and fully copied: the engines
-    stop copying it."""
+    stop copying it.
+
+    The switch polls the check its sensor deferred on (idle for `idle_s`, copied to the end; each None: the
+    plan's setting), up to `wait_timeout_s`: the topic is seen idle again right before the switch."""
 
     stage = "switch_producers"
-    template_fields = ("plan_path", "topic")
+    template_fields = ("plan_path", "topic", "idle_s", "wait_timeout_s")
     operator_extra_links = (SwitchReportLink(),)
 
-    def __init__(self, *, topic: str, **kwargs: Any) -> None:
+    def __init__(self, *, topic: str, idle_s: float | str | None = None, wait_timeout_s: float | str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.topic = topic
+        self.topic, self.idle_s, self.wait_timeout_s = topic, idle_s, wait_timeout_s
 
     def run(self, context: Any) -> dict:
         from mirror_engine.cutover import SwitchError, switch_producers
 
         hook = self.hook()
         try:
-            # Idle and copied were waited for by the sensor; what was written since is copied before the switch.
-            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=0,
-                                      timeout_s=SHORT_WAIT_S)
+            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=_seconds(self.idle_s),
+                                      timeout_s=_seconds(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())

@@ -1,0 +1,148 @@
+"""Reading both clusters for a plan and computing the target's actions: what `prepare_target` plans (changes
+nothing)."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from mirror_engine.kafka import (
+    ClusterState,
+    ConfigFilter,
+    TopicState,
+    acl_sync_skipped,
+    admin_client,
+    config_sync_skipped,
+    describe_plan_clusters,
+    describe_topic_configs,
+    fence_problem,
+    list_topic_metadata,
+    plan_groups,
+    read_acls,
+    syncable_configs,
+    too_old,
+    topic_overrides,
+    topics_holding_data,
+    undescribable_groups,
+)
+from mirror_engine.plan import MigrationPlan
+from mirror_engine.prepare.actions import PreparePlan, compute_actions
+from mirror_engine.prepare.source_access import (
+    ACL_SYNC,
+    CONFIG_SYNC,
+    DATA_COPY,
+    GROUP_OFFSET_SYNC,
+    Denial,
+    SourceAccess,
+    topic_denial,
+    unreadable_topics,
+)
+from mirror_engine.prepare.target_configs import TargetConfigs, adapt_source_configs, unsynced_log_append_time
+
+
+def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
+                      notes: list[str] | None = None) -> ClusterState:
+    """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
+    it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
+    LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`."""
+    broker_count, metadata = list_topic_metadata(admin)
+    names = sorted(name for name in metadata if plan.replicates_topic(name))
+    config_filter = ConfigFilter(plan.config_excludes())
+    entries: dict[str, list] = {}
+    unread: list[str] = []
+    if plan.sync.configs:
+        try:
+            entries = describe_topic_configs(admin, names, denied=unread)
+        except KafkaException as error:
+            if not too_old(error):
+                raise
+            unread = list(names)  # created with the target's defaults; existing ones keep theirs
+            if notes is not None:
+                notes.append(config_sync_skipped(error))
+        else:
+            denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+        if notes is not None:
+            notes += unsynced_log_append_time(entries, config_filter.excluded)
+    topics = {
+        name: TopicState(name, metadata[name][0], metadata[name][1],
+                         syncable_configs(entries.get(name, []), config_filter), metadata[name][2],
+                         configs_read=name not in unread)
+        for name in names
+    }
+    acls = None
+    if plan.sync.acls:
+        try:
+            acls = read_acls(admin)
+        except KafkaException as error:
+            if too_old(error) and notes is not None:
+                notes.append(acl_sync_skipped(error))
+            elif error.args[0].code() != KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+                raise
+            else:
+                denials.append(Denial(ACL_SYNC, "DESCRIBE", "cluster"))
+    return ClusterState(broker_count, topics, acls)
+
+
+def read_target_state(
+    admin: AdminClient, plan: MigrationPlan, target_topics: list[str], read_target_acls: bool = True
+) -> ClusterState:
+    """The target as far as the plan's topics go: the remote topics that exist, their data and configs."""
+    broker_count, metadata = list_topic_metadata(admin)
+    existing = sorted(name for name in target_topics if name in metadata)
+    entries = describe_topic_configs(admin, existing)
+    topics = {
+        name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]))
+        for name in existing
+    }
+    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing})
+    acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
+    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
+
+
+def plan_preparation(
+    plan: MigrationPlan,
+    source_config: dict[str, str],
+    target_config: dict[str, str],
+    managed_topics: frozenset[str] = frozenset(),
+    best_effort: bool = False,
+    target_configs: TargetConfigs | None = None,
+) -> PreparePlan:
+    """Read both clusters and compute the actions (changes nothing).
+
+    What the source principal may not read is left out and said in `source_access` (see `source_access`): a
+    sync it does not allow is a warning, or a problem under sync.require_source_permissions; a topic it may not
+    READ is a problem. `best_effort` (the engine's refresh) checks only what the engine syncs itself (configs
+    and ACLs), not the topics' READ nor the groups. Source configs the target refuses are translated or dropped
+    (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
+    """
+    describe_plan_clusters(plan, source_config, target_config)
+    source_admin = admin_client(source_config)
+    denials: list[Denial] = []
+    notes: list[str] = []
+    source = read_source_state(source_admin, plan, denials, notes)
+    asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
+    if not best_effort:
+        asked.append(GROUP_OFFSET_SYNC)
+        denials += topic_denial(DATA_COPY, "READ", unreadable_topics(source_admin, sorted(source.topics)))
+        groups = undescribable_groups(source_admin, plan_groups(source_admin, plan))
+        if groups:
+            denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
+    policy = plan.policy()
+    remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
+    target_admin = admin_client(target_config)
+    if plan.sync.configs:
+        source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
+        notes += adapted
+    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
+    prepared = compute_actions(plan, source, target, managed_topics)
+    prepared.config_notes = notes
+    access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
+    prepared.source_access = access
+    prepared.problems += access.problems()
+    prepared.warnings = access.warnings()
+    if plan.cutover.fence and not best_effort:
+        fencing = fence_problem(source_admin, plan.source.alias, "the plan's groups", "cutover.fence: true")
+        prepared.warnings += [f"cutover.fence: {fencing}"] if fencing else []
+    return prepared
+
+
