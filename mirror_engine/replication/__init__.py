@@ -3,26 +3,27 @@ offset-sync writer, delivery modes, membership, assigner and restart."""
 
 from mirror_engine.replication.beside_the_copy import BesideTheCopy, periodic_work
 from mirror_engine.replication.copier import RecordCopier
-from mirror_engine.replication.copy_contract import (
-    SyncOnDelta,
-    fingerprint,
-    produce_when_room,
-    target_producer_settings,
-)
+from mirror_engine.replication.copy_contract import fingerprint, produce_when_room, target_producer_settings
 from mirror_engine.replication.engine import EngineError, Replicator, default_worker_id
 from mirror_engine.replication.memory import IdleTrim
+from mirror_engine.replication.offset_syncs import OffsetSyncWriter, PartitionSyncs, SyncOnDelta
 from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
+from mirror_engine.replication.side_records import CopiedRange, SideRecordWriter
 from mirror_engine.replication.supervision import SupervisionError, find_engine, start_detached, stop_engine
 
 __all__ = [
     "BesideTheCopy",
+    "CopiedRange",
     "EngineError",
     "IdleTrim",
+    "OffsetSyncWriter",
     "PartitionState",
+    "PartitionSyncs",
     "Reconciled",
     "RecordCopier",
     "Replicator",
+    "SideRecordWriter",
     "SourceWalk",
     "SupervisionError",
     "SyncOnDelta",

@@ -98,8 +98,8 @@ class PartitionAssigner:
             target_end = target_ends[(self.target_topic[topic], partition)]
             position = progress.position if progress else starts[key]
             state = PartitionState(topic, partition, self.target_topic[topic], position, ids.get(topic, ""),
-                                   self.clients.record_limits.get(self.target_topic[topic], FAR))
-            state.on_new_delta, state.on_failure = self.side.send_sync, self.copier.fail_partition
+                                   self.clients.record_limits.get(self.target_topic[topic], FAR),
+                                   offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
             self.states[key] = state
@@ -194,10 +194,8 @@ class PartitionAssigner:
         state.start_position = state.produced_next = state.acked_next = reconciled.position
         state.target_position = reconciled.target_position
         state.acked_source, state.acked_target = reconciled.last_source, reconciled.target_position - 1
-        state.delta = state.acked_target - state.acked_source
         state.reconciled_records = reconciled.records
-        for source, target in reconciled.syncs:
-            self.side.send_sync(state, source, target)
+        self.side.offset_syncs.continue_after(state, state.acked_target - state.acked_source, reconciled.syncs)
         return reconciled.position
 
     def hold_for_backfill(self, new: list[TopicPartitionKey]) -> set[TopicPartitionKey]:

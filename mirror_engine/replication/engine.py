@@ -192,7 +192,7 @@ class Replicator:
         # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
         tasks = [
             PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
-            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs,
+            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.offset_syncs.send_periodic,
                          engine.offset_sync_interval_s),
             PeriodicTask("progress", engine.progress_interval_s, self.delivery.store_progress,
                          engine.progress_interval_s),

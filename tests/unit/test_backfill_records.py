@@ -12,6 +12,7 @@ import mirror_engine.kafka
 from mirror_engine.flow import InternalTopics, PartitionProgress
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import side_records
 from spark_jobs import backfill
 from spark_jobs.backfill import PartitionBackfill
 
@@ -60,7 +61,7 @@ class Target:
 @pytest.fixture
 def target(monkeypatch: pytest.MonkeyPatch) -> Target:
     stand_in = Target()
-    monkeypatch.setattr(backfill, "Producer", stand_in.producer, raising=False)
+    monkeypatch.setattr(side_records, "Producer", stand_in.producer)
     monkeypatch.setattr(mirror_engine.kafka, "admin_client", lambda config: object())
     monkeypatch.setattr(mirror_engine.flow, "ensure_internal_topics", lambda admin, topics: None)
     monkeypatch.setattr(mirror_engine.kafka, "list_offsets",
@@ -83,7 +84,16 @@ def test_the_syncs_are_acknowledged_before_the_progress_is_written(target: Targe
     first_progress = target.events.index(progress[0])
     assert "flush" in target.events[:first_progress]  # every sync acknowledged before any progress
     assert target.events[-1] == "flush"
+    # The copy contract's producer, as the engine's: idempotent, acks=all, gapless.
     assert target.settings["enable.idempotence"] is True and target.settings["acks"] == "all"
+    assert target.settings["enable.gapless.guarantee"] is True
+
+
+def test_a_refused_offset_sync_fails_the_backfill_before_any_progress(target: Target):
+    target.refuse = "denied"
+    with pytest.raises(RuntimeError, match=r"writing offset-sync for orders\[0\] failed: denied"):
+        backfill._store_progress(PLAN, {"bootstrap.servers": "127.0.0.1:29092"}, PARTS)
+    assert not [event for event in target.events if event != "flush" and event[0] == TOPICS.progress]
 
 
 def test_a_target_that_ends_elsewhere_stores_nothing(target: Target):

@@ -76,29 +76,27 @@ class Parts:
         self.faults = Faults()
         self.failures: list[str] = []
         self.states: dict[tuple[str, int], PartitionState] = {}
-        self.writer = SideRecordWriter(TOPICS, "src", "tgt", self.states, lambda: self.producer, self.faults)
+        self.side = SideRecordWriter(TOPICS, "src", "tgt", self.states, lambda: self.producer, self.faults)
+        self.writer = self.side.offset_syncs
         self.state = self.track("orders", 0, start)
 
     def track(self, topic: str, partition: int, start: int) -> PartitionState:
-        state = PartitionState(topic, partition, topic, start)
-        state.on_new_delta = self.writer.send_sync
-        state.on_failure = lambda _s, reason, _offset: self.failures.append(reason)
+        state = PartitionState(topic, partition, topic, start, offset_syncs=self.writer,
+                               on_failure=lambda _s, reason, _offset: self.failures.append(reason))
         self.states[(topic, partition)] = state
         return state
 
     def write_progress(self) -> None:
-        self.writer.write_progress()
+        self.side.write_progress()
 
     def periodic(self) -> None:
-        self.writer.send_periodic_syncs()
+        self.writer.send_periodic()
 
     def continue_after(self, state: PartitionState, last_source: int, last_target: int,
                        syncs: list[tuple[int, int]]) -> None:
         """A reconciled tail: copying goes on after it, its offset-syncs written (as the assigner does)."""
         state.acked_source, state.acked_target = last_source, last_target
-        state.delta = last_target - last_source
-        for source, target in syncs:
-            self.writer.send_sync(state, source, target)
+        self.writer.continue_after(state, last_target - last_source, syncs)
 
 
 def _pairs(producer: FakeProducer) -> list[tuple[int, int]]:
