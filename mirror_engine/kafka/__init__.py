@@ -11,6 +11,7 @@ from mirror_engine.kafka.acls import (
     topic_write_fence,
 )
 from mirror_engine.kafka.clusters import (
+    ClusterInfo,
     ClusterUnreachable,
     SameClusterError,
     admin_client,
@@ -61,6 +62,7 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "SHORT_FETCH_WAIT",
     "Acl",
+    "ClusterInfo",
     "ClusterState",
     "ClusterUnreachable",
     "ConfigFilter",
