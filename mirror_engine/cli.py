@@ -11,19 +11,13 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaException
 
 from mirror_engine.flow import FLOW_ACTIONS
-from mirror_engine.kafka import ClusterUnreachable, describe_cluster, describe_plan_clusters
+from mirror_engine.kafka import ClusterInfo, ClusterUnreachable, describe_cluster, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
-from mirror_engine.security import RedactingFilter, masked, redact
+from mirror_engine.security import RedactingFilter, masked, printable, printable_lines, redact
+from mirror_engine.version import version_line
 
 if TYPE_CHECKING:
     from mirror_engine.prepare import ApplyResult, PreparePlan
-
-
-def printable(text: str) -> str:
-    """The text with control, format and line-separator characters shown as escapes: a value echoed from a file
-    cannot move the cursor, recolour the terminal, reorder text or start a line that looks like another."""
-    return "".join(char if char.isprintable() or char == " " else char.encode("unicode_escape").decode("ascii")
-                   for char in text)
 
 
 def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
@@ -47,14 +41,19 @@ def _print_warnings(args: argparse.Namespace, warnings: tuple[str, ...]) -> None
         print(f"warning: {printable(_in_file(args, redact(warning)))}", file=sys.stderr)
 
 
-def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
-    """Both clusters' client settings, once each has answered (a clear error naming the one that did not) and
-    they proved to be two clusters. Every command that acts on a plan's clusters starts here."""
+def _described(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str], tuple[ClusterInfo, ClusterInfo]]:
+    """Both clusters' client settings and what they said of themselves, once each has answered (a clear error naming
+    the one that did not) and they proved to be two clusters. Every command that acts on a plan's clusters starts
+    here, and passes the description on rather than asking again."""
     source_config, target_config = plan.client_configs()
     log = logging.getLogger("mirror_engine.cli")
     log.debug("source '%s' client settings: %s", plan.source.alias, masked(source_config))
     log.debug("target '%s' client settings: %s", plan.target.alias, masked(target_config))
-    describe_plan_clusters(plan, source_config, target_config)
+    return source_config, target_config, describe_plan_clusters(plan, source_config, target_config)
+
+
+def _reachable(plan: MigrationPlan) -> tuple[dict[str, str], dict[str, str]]:
+    source_config, target_config, _clusters = _described(plan)
     return source_config, target_config
 
 
@@ -68,7 +67,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from mirror_engine.prepare import prepare_target, render_actions, to_json
 
     plan = load_plan_argument(args)
-    prepared = prepare_target(plan, *_reachable(plan)).prepared
+    source_config, target_config, clusters = _described(plan)
+    prepared = prepare_target(plan, source_config, target_config, clusters=clusters).prepared
     if args.json:
         print(to_json(prepared))
     else:
@@ -108,17 +108,15 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
             print(to_json(result))
 
     plan = load_plan_argument(args)
-    preparation = prepare_target(plan, *_reachable(plan), dry_run=args.dry_run, apply=not args.dry_run,
-                                 on_planned=planned, on_checked=done, on_applied=done)
+    source_config, target_config, clusters = _described(plan)
+    preparation = prepare_target(plan, source_config, target_config, clusters=clusters, dry_run=args.dry_run,
+                                 apply=not args.dry_run, on_planned=planned, on_checked=done, on_applied=done)
     return 1 if preparation.refused or preparation.failed else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    """The copy (the Replicator) and, beside it, what MM2's dedicated mode also runs (`dedicated`): the checkpoint
-    loop with engine.run_checkpoints, config and ACL sync at their own intervals."""
-    import signal
-
-    from mirror_engine.replication import BesideTheCopy, EngineError, Replicator, default_worker_id
+    """The flow's copy and what runs beside it, as MM2's dedicated mode (`run_flow`); SIGTERM stops it cleanly."""
+    from mirror_engine.replication import EngineError, default_worker_id, run_flow
 
     plan = load_plan_argument(args)
     overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
@@ -126,26 +124,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if overrides:
         plan = plan.model_copy(update={"engine": plan.engine.model_copy(update=overrides)})
     worker_id = (args.worker_id or default_worker_id()) if args.command == "worker" else None
-    source_config, target_config = _reachable(plan)
-    replicator = Replicator(plan, source_config, target_config, worker_id=worker_id)
-    beside = BesideTheCopy(plan, source_config, target_config,
-                           holder=f"mirror-engine-{args.command}-{worker_id or default_worker_id()}")
-
-    def stop(signum: int, _frame: object) -> None:
-        logging.getLogger("mirror_engine").info("signal %d: stopping after the in-flight records", signum)
-        beside.stop()
-        replicator.stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    beside.start()
+    source_config, target_config, clusters = _described(plan)
     try:
-        summary = replicator.run(max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
+        summary = run_flow(plan, source_config, target_config, worker_id=worker_id, clusters=clusters,
+                           max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
     except EngineError as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
-    finally:
-        beside.close()
     print(json.dumps({"records": summary.records, "seconds": round(summary.seconds, 1),
                       "failed_partitions": summary.failed_partitions}))
     return 0 if summary.ok else 1
@@ -282,21 +267,6 @@ def _add_plan_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
 
 
-def version_line() -> str:
-    """The engine's version, with the Kafka client and Python it runs on (what support asks first)."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    import confluent_kafka
-
-    try:
-        engine = version("kafka-migration")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        engine = "unknown (not installed: pip install .)"
-    return (f"mirror-engine {engine} (confluent-kafka {confluent_kafka.version()}, librdkafka "
-            f"{confluent_kafka.libversion()[0]}, Python {platform.python_version()})")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mirror-engine", description="Kafka cluster migration engine")
     parser.add_argument("--version", action="version", version=version_line())
@@ -405,11 +375,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ClusterUnreachable, KafkaException) as error:
         print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 3
-
-
-def printable_lines(text: str) -> str:
-    """`printable`, line by line: the message's own line breaks stay."""
-    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def _in_file(args: argparse.Namespace, message: str) -> str:

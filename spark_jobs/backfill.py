@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.plan import aware_time
@@ -191,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _store_progress(plan: Any, target_config: dict[str, str], parts: list[PartitionBackfill]) -> None:
-    """The offset-syncs of what was copied, then each partition's progress at the end of its range."""
-    from mirror_engine.flow import InternalTopics, PartitionProgress, ensure_internal_topics
+    """The offset-syncs of what was copied, then each partition's progress at the end of its range, through the
+    copy contract's side-record writer (`SideRecordWriter.store_ranges`)."""
+    from mirror_engine.flow import InternalTopics, ensure_internal_topics
     from mirror_engine.kafka import admin_client, list_offsets
-    from mirror_engine.mm2 import OffsetSync
+    from mirror_engine.replication import CopiedRange, SideRecordWriter
 
     topics = InternalTopics.for_plan(plan)
     admin = admin_client(target_config)
@@ -208,18 +209,9 @@ def _store_progress(plan: Any, target_config: dict[str, str], parts: list[Partit
                                f"{target_ends[(part.target_topic, part.partition)]}, not at {expected} = its start "
                                f"{part.target_start} + {part.records} backfilled records: another writer? Nothing "
                                f"was marked done")
-    producer = Producer({**target_config, "enable.idempotence": True, "acks": "all"})
-    for part in parts:
-        for source, target in part.syncs:
-            sync = OffsetSync(part.topic, part.partition, source, target)
-            producer.produce(topics.offset_syncs, sync.record_value(), sync.record_key(), 0)
-    if producer.flush(60):
-        raise RuntimeError("the target did not acknowledge the offset-syncs")
-    for part in parts:  # only after the syncs: progress never runs ahead of the mapping it relies on
-        progress = PartitionProgress(part.topic, part.partition, part.end, part.target_start + part.records)
-        producer.produce(topics.progress, progress.value(), progress.key(plan.source.alias), 0)
-    if producer.flush(60):
-        raise RuntimeError("the target did not acknowledge the backfill's progress")
+    writer = SideRecordWriter.for_ranges(target_config, topics, plan.source.alias, plan.target.alias)
+    writer.store_ranges([CopiedRange(part.topic, part.partition, part.end, part.target_start + part.records,
+                                     [(source, target) for source, target in part.syncs]) for part in parts])
 
 
 def _summary_table(parts: list[PartitionBackfill], seconds: float) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,36 +29,13 @@ def admin_client(config: dict[str, str]) -> AdminClient:
     return AdminClient({**config, "log_level": "3"})
 
 
-# A cluster that answered this recently, with the same settings, is not asked again: a command checks both
-# clusters before anything else, and the engine's clients and its target preparation check them again within
-# a second of that. Only answers are remembered; a cluster that did not answer is asked again every time.
-ANSWERED_RECENTLY_S = 5.0
-_answers: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, ClusterInfo]] = {}
-_answers_lock = threading.Lock()
-
-
 def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0) -> ClusterInfo:
     """Ask a cluster for its id, brokers and topics; raise ClusterUnreachable naming it if it does not answer.
 
     librdkafka retries a refused login or a listener speaking another protocol until the timeout and then
     says only "transport failure"; the client errors seen meanwhile (its error callback) tell why, and the
-    first one that settles it ends the wait. An answer of the last `ANSWERED_RECENTLY_S` is given again.
+    first one that settles it ends the wait.
     """
-    key = (alias, tuple(sorted((name, str(value)) for name, value in config.items() if not callable(value))))
-    with _answers_lock:
-        answered_at, info = _answers.get(key, (float("-inf"), None))
-    if info is not None and time.monotonic() - answered_at < ANSWERED_RECENTLY_S:
-        return info
-    info = _ask_cluster(alias, config, timeout_s)
-    now = time.monotonic()
-    with _answers_lock:
-        for old in [old for old, (at, _info) in _answers.items() if now - at >= ANSWERED_RECENTLY_S]:
-            del _answers[old]
-        _answers[key] = (now, info)
-    return info
-
-
-def _ask_cluster(alias: str, config: dict[str, str], timeout_s: float) -> ClusterInfo:
     client_errors: list[KafkaError] = []
     admin = AdminClient({**config, "log_level": "3", "error_cb": client_errors.append})
     deadline = time.monotonic() + timeout_s

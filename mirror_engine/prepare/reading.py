@@ -7,6 +7,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.kafka import (
+    ClusterInfo,
     ClusterState,
     ConfigFilter,
     TopicState,
@@ -106,6 +107,7 @@ def plan_preparation(
     managed_topics: frozenset[str] = frozenset(),
     best_effort: bool = False,
     target_configs: TargetConfigs | None = None,
+    clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
@@ -114,8 +116,10 @@ def plan_preparation(
     READ is a problem. `best_effort` (the engine's refresh) checks only what the engine syncs itself (configs
     and ACLs), not the topics' READ nor the groups. Source configs the target refuses are translated or dropped
     (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
+    `clusters`: both clusters as the caller just described them (`describe_plan_clusters`): not asked again.
     """
-    describe_plan_clusters(plan, source_config, target_config)
+    if clusters is None:
+        describe_plan_clusters(plan, source_config, target_config)
     source_admin = admin_client(source_config)
     denials: list[Denial] = []
     notes: list[str] = []

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from mirror_engine.flow import managed_target_topics
+from mirror_engine.kafka import ClusterInfo
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare.actions import Action, ApplyResult, PreparePlan
 from mirror_engine.prepare.applying import apply_actions
@@ -57,6 +58,7 @@ def prepare_target(
     managed_topics: frozenset[str] | None = None,
     best_effort: bool = False,
     target_configs: TargetConfigs | None = None,
+    clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
     kinds: Collection[str] | None = None,
     more_problems: Callable[[PreparePlan], list[str]] | None = None,
     on_planned: Callable[[PreparePlan], None] | None = None,
@@ -66,14 +68,14 @@ def prepare_target(
     """Read, plan, dry-run (`dry_run`) and apply (`apply`) the target's changes for `plan`; see the module doc.
 
     `managed_topics` are the target topics the flow already copies into (read from its stored progress when not
-    given). `best_effort` and `target_configs` are `plan_preparation`'s. `kinds` keeps only actions of those kinds
-    ("create_topic", "add_partitions", "alter_configs", "create_acl"). `more_problems` adds the caller's own
-    reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before
+    given). `best_effort`, `target_configs` and `clusters` are `plan_preparation`'s. `kinds` keeps only actions
+    of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"). `more_problems` adds the
+    caller's own reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before
     anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
     managed = managed_target_topics(plan, target_config) if managed_topics is None else managed_topics
     prepared = plan_preparation(plan, source_config, target_config, managed, best_effort=best_effort,
-                                target_configs=target_configs)
+                                target_configs=target_configs, clusters=clusters)
     if more_problems is not None:
         prepared.problems += more_problems(prepared)
     actions = [action for action in prepared.actions if kinds is None or action.kind in kinds]

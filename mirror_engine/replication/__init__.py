@@ -3,26 +3,37 @@ offset-sync writer, delivery modes, membership, assigner and restart."""
 
 from mirror_engine.replication.beside_the_copy import BesideTheCopy, periodic_work
 from mirror_engine.replication.copier import RecordCopier
-from mirror_engine.replication.copy_contract import (
-    SyncOnDelta,
-    fingerprint,
-    produce_when_room,
-    target_producer_settings,
-)
-from mirror_engine.replication.engine import EngineError, Replicator, default_worker_id
+from mirror_engine.replication.copy_contract import fingerprint, produce_when_room, target_producer_settings
+from mirror_engine.replication.engine import EngineError, Replicator, RunSummary, default_worker_id
+from mirror_engine.replication.flow_run import FlowRun, run_flow
 from mirror_engine.replication.memory import IdleTrim
+from mirror_engine.replication.offset_syncs import OffsetSyncWriter, PartitionSyncs, SyncOnDelta
 from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
-from mirror_engine.replication.supervision import SupervisionError, find_engine, start_detached, stop_engine
+from mirror_engine.replication.side_records import CopiedRange, SideRecordWriter
+from mirror_engine.replication.supervision import (
+    DetachedWorker,
+    SupervisionError,
+    find_engine,
+    start_detached,
+    stop_engine,
+)
 
 __all__ = [
     "BesideTheCopy",
+    "CopiedRange",
+    "DetachedWorker",
     "EngineError",
+    "FlowRun",
     "IdleTrim",
+    "OffsetSyncWriter",
     "PartitionState",
+    "PartitionSyncs",
     "Reconciled",
     "RecordCopier",
     "Replicator",
+    "RunSummary",
+    "SideRecordWriter",
     "SourceWalk",
     "SupervisionError",
     "SyncOnDelta",
@@ -32,6 +43,7 @@ __all__ = [
     "fingerprint",
     "periodic_work",
     "produce_when_room",
+    "run_flow",
     "start_detached",
     "stop_engine",
     "target_producer_settings",

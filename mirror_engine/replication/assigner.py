@@ -51,6 +51,27 @@ class PartitionAssigner:
         self.target_topic: dict[str, str] = {}
         self.paused = False  # new partitions are assigned paused while the flow is
 
+    def restore(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
+        """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor)."""
+        self.stored = stored
+
+    def follow(self, source_topics: list[str], *, initial: bool = False) -> None:
+        """Copy these source topics (those the target is ready for); `initial`: as the engine starts, when the
+        partitions there are those a plan's start applies to (partitions found later start at their beginning)."""
+        self.source_topics = source_topics
+        if initial:
+            self.initial_partitions = self.plan_partitions()
+
+    def set_paused(self, paused: bool) -> None:
+        """Assign new partitions paused (or not) from now on, as the flow is."""
+        self.paused = paused
+
+    def managed_topics(self) -> frozenset[str]:
+        """The target topics this flow writes: those it copies now and those it stored progress for."""
+        alias = self.plan.source.alias
+        return frozenset(state.target_topic for state in self.states.values()) | frozenset(
+            self.policy.format_remote_topic(alias, topic) for topic, _ in self.stored)
+
     def plan_partitions(self) -> set[TopicPartitionKey]:
         """Every source partition of the plan's topics, as the source shows them now."""
         metadata = self.clients.source_admin.list_topics(timeout=15).topics
@@ -98,8 +119,8 @@ class PartitionAssigner:
             target_end = target_ends[(self.target_topic[topic], partition)]
             position = progress.position if progress else starts[key]
             state = PartitionState(topic, partition, self.target_topic[topic], position, ids.get(topic, ""),
-                                   self.clients.record_limits.get(self.target_topic[topic], FAR))
-            state.on_new_delta, state.on_failure = self.side.send_sync, self.copier.fail_partition
+                                   self.clients.record_limits.get(self.target_topic[topic], FAR),
+                                   offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
             self.states[key] = state
@@ -194,10 +215,8 @@ class PartitionAssigner:
         state.start_position = state.produced_next = state.acked_next = reconciled.position
         state.target_position = reconciled.target_position
         state.acked_source, state.acked_target = reconciled.last_source, reconciled.target_position - 1
-        state.delta = state.acked_target - state.acked_source
         state.reconciled_records = reconciled.records
-        for source, target in reconciled.syncs:
-            self.side.send_sync(state, source, target)
+        self.side.offset_syncs.continue_after(state, state.acked_target - state.acked_source, reconciled.syncs)
         return reconciled.position
 
     def hold_for_backfill(self, new: list[TopicPartitionKey]) -> set[TopicPartitionKey]:

@@ -114,7 +114,7 @@ class RecordCopier:
         self.clients.producer.flush(60)
         if not self.faults.fatal and not state.failed and state.callbacks_pending == 0 and state.acked_next >= 0:
             tail = state.produced_next - state.acked_next
-            if tail > 0 and state.delta is not None:
+            if tail > 0 and state.syncs.delta is not None:
                 state.records_copied += tail
                 state.acked_next = state.produced_next
                 state.target_position += tail

@@ -6,7 +6,10 @@
 - Its queue is bounded in messages and in bytes, so a writer far behind the source stays small.
 - A record is produced to the same partition number with its key, value, headers and timestamp; when
   the local queue is full the writer serves deliveries until the record fits (never drops it).
-- An offset-sync is written at every change of (target offset - source offset) (`SyncOnDelta`).
+- An offset-sync is written at every change of (target offset - source offset) (`SyncOnDelta`), and a
+  partition's progress never passes an offset-sync the target has not acknowledged: the engine's
+  `OffsetSyncWriter` keeps both, a writer of whole ranges stores its syncs before its progress
+  (`SideRecordWriter.store_ranges`).
 - The records on the target past a stored target position are the copies of the next source records
   past the stored source position: a writer resuming a range counts them as copied (the engine checks
   them by `fingerprint` first).
@@ -60,19 +63,6 @@ def produce_when_room(producer: Producer, topic: str, value: bytes | None, key: 
             return
         except BufferError:
             producer.poll(0.05)
-
-
-class SyncOnDelta:
-    """When to write an offset-sync: at the first record and wherever (target - source) changes."""
-
-    def __init__(self) -> None:
-        self.delta: int | None = None
-
-    def due(self, source: int, target: int) -> bool:
-        if target - source == self.delta:
-            return False
-        self.delta = target - source
-        return True
 
 
 def fingerprint(key: bytes | None, value: bytes | None, headers: Headers, timestamp: int) -> bytes:

@@ -22,9 +22,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id, load_progress
+from mirror_engine.kafka import ClusterInfo, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
@@ -85,11 +86,16 @@ class Replicator:
     membership: Membership
     upkeep: TargetUpkeep
 
+    reporter: StatusReporter
+
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
-                 worker_id: str | None = None) -> None:
+                 worker_id: str | None = None, clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> None:
+        """`clusters`: both clusters as the caller just described them (`describe_plan_clusters`): not asked again
+        (by default `run()` asks them first)."""
         self.plan = plan
         self.source_config = source_config
         self.target_config = target_config
+        self.clusters = clusters
         self.membership_kind: type[Membership] = WorkerGroup if worker_id is not None else SingleProcess
         self.worker_id = worker_id or default_worker_id()
         self.exactly_once = plan.engine.exactly_once
@@ -98,9 +104,6 @@ class Replicator:
         self.faults = Faults()
         self.outages = OutageWatch()
         self.flow_state = "running"
-        self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
-                                       self.topics.status, self.states, self.faults, lambda: self.flow_state,
-                                       self._on_side_delivery)
         self._stop = threading.Event()
 
     @property
@@ -116,15 +119,19 @@ class Replicator:
     def _build(self) -> None:
         """Every part, its clients complete (both clusters answer, the flow's internal topics exist)."""
         plan, states, faults = self.plan, self.states, self.faults
+        if self.clusters is None:
+            self.clusters = describe_plan_clusters(plan, self.source_config, self.target_config)
         self.clients = clients = EngineClients.connect(
             plan, self.source_config, self.target_config, group_id=self.group_id,
             membership_settings=self.membership_kind.consumer_settings(plan.engine),
             transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
             if self.exactly_once else None,
-            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error, self.reporter.on_consumer_stats))
-        self.reporter.clients = clients
+            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error, self._on_consumer_stats))
         self.side = SideRecordWriter(self.topics, plan.source.alias, plan.target.alias, states,
                                      lambda: clients.producer, faults)
+        self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
+                                       self.topics.status, states, faults, lambda: self.flow_state,
+                                       self.side.on_delivery, clients)
         self.copier = RecordCopier(clients, states, faults)
         self.delivery = (Transactional if self.exactly_once else AtLeastOnce)(clients, self.side, faults)
         self.control = ControlChannel(plan, self.target_config)
@@ -153,12 +160,6 @@ class Replicator:
         if self.states:
             self.assigner.producer_knows(list(self.states))
 
-    def _managed_topics(self) -> frozenset[str]:
-        """The target topics this flow writes: those it copies now and those it stored progress for."""
-        alias, policy = self.plan.source.alias, self.assigner.policy
-        return frozenset(state.target_topic for state in self.states.values()) | frozenset(
-            policy.format_remote_topic(alias, topic) for topic, _ in self.assigner.stored)
-
     # ------------------------------------------------------------------ the loop
     def stop(self) -> None:
         self._stop.set()
@@ -174,10 +175,10 @@ class Replicator:
         with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
             stored = reader.submit(load_progress, self.target_config, self.topics.progress)
             self.control.load()
-            self.assigner.stored = stored.result()
+            self.assigner.restore(stored.result())
         self._set_flow_state(self.control.flow_state)
-        self.assigner.source_topics = self.upkeep.prepare(self._managed_topics(), initial=True) or []
-        self.assigner.initial_partitions = self.assigner.plan_partitions()
+        self.assigner.follow(self.upkeep.prepare(self.assigner.managed_topics(), initial=True,
+                                                 clusters=self.clusters) or [], initial=True)
         self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
         if self.flow_state != "stopped":
@@ -192,7 +193,7 @@ class Replicator:
         # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
         tasks = [
             PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
-            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.send_periodic_syncs,
+            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.offset_syncs.send_periodic,
                          engine.offset_sync_interval_s),
             PeriodicTask("progress", engine.progress_interval_s, self.delivery.store_progress,
                          engine.progress_interval_s),
@@ -249,7 +250,7 @@ class Replicator:
 
     def _set_flow_state(self, state: str) -> None:
         self.flow_state = state
-        self.assigner.paused = state == "paused"
+        self.assigner.set_paused(state == "paused")
 
     def _apply_flow_state(self, state: str) -> None:
         previous = self.flow_state
@@ -275,9 +276,9 @@ class Replicator:
     def _refresh(self) -> None:
         """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
         try:
-            topics = self.upkeep.prepare(self._managed_topics(), initial=False)
+            topics = self.upkeep.prepare(self.assigner.managed_topics(), initial=False)
             if topics is not None:
-                self.assigner.source_topics = topics
+                self.assigner.follow(topics)
             if self.flow_state != "stopped":
                 self.membership.acquire()  # workers: added partitions reach the group through the consumer
         except Exception as error:  # a failed refresh must not stop copying what is assigned
@@ -304,8 +305,9 @@ class Replicator:
         else:
             log.debug("source client: %s", error.str())
 
-    def _on_side_delivery(self, error: KafkaError | None, message: Message) -> None:
-        self.side.on_delivery(error, message)
+    def _on_consumer_stats(self, stats_json: str) -> None:
+        # Served by the consumer's poll only, so within the copy loop, once every part is built.
+        self.reporter.on_consumer_stats(stats_json)
 
     # ------------------------------------------------------------------ what it tells
     def caught_up(self) -> bool:
@@ -324,7 +326,9 @@ class Replicator:
 
     @property
     def status_snapshot(self) -> dict:
-        return self.reporter.snapshot
+        """The last status published ({} until the engine's parts are built)."""
+        reporter = getattr(self, "reporter", None)
+        return reporter.snapshot if reporter is not None else {}
 
     def _shutdown(self) -> None:
         """Wait for every in-flight record and sync, store the final progress, close the clients."""

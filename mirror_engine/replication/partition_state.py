@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mirror_engine.kafka import raw_size_budget
+from mirror_engine.replication.offset_syncs import PartitionSyncs
+
+if TYPE_CHECKING:
+    from mirror_engine.replication.offset_syncs import OffsetSyncWriter
 
 FAR = 1 << 62
 
@@ -25,7 +28,7 @@ class PartitionState:
     idempotent with the gapless guarantee, so an acknowledged record means every earlier record
     of the partition was written (any failure is fatal to the producer instead); and within a
     run without source gaps the target offsets advance one by one, so (target - source) can only
-    change at a record that carries a callback, where an offset-sync is written. In exactly-once
+    change at a record that carries a callback, where the `OffsetSyncWriter` decides on a sync. In exactly-once
     mode the producer is transactional instead: a failed record fails the transaction's commit, and
     the commit markers between transactions fall between consumed batches, so again only at a run's
     first record, which carries a callback.
@@ -42,12 +45,10 @@ class PartitionState:
     callbacks_pending: int = 0
     acked_source: int = -1  # source offset of the last acknowledged record with a callback
     acked_target: int = -1  # its target offset
-    delta: int | None = None  # target - source at the last acknowledged callback record
     end_seen: int = -1  # the source end offset at the last end-of-partition event
     target_position: int = 0  # target offset after the last acknowledged record
-    # Offset-syncs sent and not yet acknowledged: (source, target) in send order.
-    syncs_in_flight: deque[tuple[int, int]] = field(default_factory=deque)
-    last_synced_source: int = -1  # the record of the last offset-sync sent
+    # The partition's offset-syncs (their delta, those in flight), kept by `offset_syncs`.
+    syncs: PartitionSyncs = field(default_factory=PartitionSyncs)
     stored_position: int = -1  # the position last written to the progress topic
     logged_position: int = -1  # the position in the last periodic progress log
     records_produced: int = 0  # records handed to the producer (counted per run)
@@ -60,9 +61,9 @@ class PartitionState:
     failed_at: int = FAR  # the source offset of the record that could not be copied
     reconciled_records: int = 0  # records found on the target past the stored progress, counted as copied
     reconcile_fallback: str = ""  # why those records were not counted (copying went on from the stored progress)
-    # Set by the engine: called with (state, source, target) when (target - source) changes,
-    # and with (state, reason, offset) when the partition must stop.
-    on_new_delta: Callable[[PartitionState, int, int], None] | None = None
+    # The flow's offset-sync writer, told of every acknowledged record that carries a callback; and what
+    # stops the partition, called with (state, reason, offset).
+    offset_syncs: OffsetSyncWriter | None = None
     on_failure: Callable[[PartitionState, str, int], None] | None = None
 
     def __post_init__(self) -> None:
@@ -92,16 +93,12 @@ class PartitionState:
             self.records_copied = max(self.records_copied, produced)
             self.acked_source, self.acked_target = source, target
             self.target_position = target + 1
-            if target - source != self.delta:
-                if self.delta is not None and not boundary:
-                    assert self.on_failure is not None
-                    self.on_failure(self, f"the target partition {self.target_topic}[{self.partition}] received "
-                                          "records from another producer while this one copied into it: offsets can "
-                                          "no longer be translated exactly", source)
-                    return
-                self.delta = target - source
-                assert self.on_new_delta is not None
-                self.on_new_delta(self, source, target)
+            assert self.offset_syncs is not None
+            if not self.offset_syncs.acknowledged(self, source, target, boundary):
+                assert self.on_failure is not None
+                self.on_failure(self, f"the target partition {self.target_topic}[{self.partition}] received "
+                                      "records from another producer while this one copied into it: offsets can "
+                                      "no longer be translated exactly", source)
 
         return delivered
 
@@ -114,9 +111,8 @@ class PartitionState:
 
     def copied_position(self) -> int:
         position = self._uncapped_position()
-        if self.syncs_in_flight:
-            position = min(position, self.syncs_in_flight[0][0])
-        return position
+        oldest = self.syncs.oldest()
+        return position if oldest is None else min(position, oldest[0])
 
     def all_acknowledged(self) -> bool:
         return self.acked_next == self.produced_next and not self.callbacks_pending
@@ -129,6 +125,7 @@ class PartitionState:
         acknowledged, that record is copied but not yet mapped: its target offset is where a
         consumer at the position must start.
         """
-        if self.syncs_in_flight and self.syncs_in_flight[0][0] <= self._uncapped_position():
-            return self.syncs_in_flight[0][1]
+        oldest = self.syncs.oldest()
+        if oldest is not None and oldest[0] <= self._uncapped_position():
+            return oldest[1]
         return self.target_position

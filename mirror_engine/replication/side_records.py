@@ -1,4 +1,6 @@
-"""The records the engine writes beside the copy, through the copy's producer: offset-syncs, progress, heartbeats.
+"""The records the engine writes beside the copy, through the copy's producer: offset-syncs (by its
+`OffsetSyncWriter`), progress and heartbeats; and what a writer of whole ranges (the Spark backfill) stores after
+its copy, under the same contract.
 
 They share the copy's producer (and, in exactly-once mode, its transaction) because the progress must
 prove what was copied: a partition's progress never passes an offset-sync the target has not
@@ -8,22 +10,35 @@ acknowledged (`PartitionState.copied_position`).
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, Message, Producer
 
 from mirror_engine.flow import InternalTopics, PartitionProgress
-from mirror_engine.mm2 import Heartbeat, OffsetSync
-from mirror_engine.replication.copy_contract import produce_when_room
-from mirror_engine.replication.faults import Faults
+from mirror_engine.mm2 import Heartbeat
+from mirror_engine.replication.copy_contract import produce_when_room, target_producer_settings
+from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.replication.offset_syncs import PURGED, OffsetSyncWriter
 from mirror_engine.replication.partition_state import PartitionState
 
 TopicPartitionKey = tuple[str, int]
 
 
+@dataclass
+class CopiedRange:
+    """A source partition's range copied whole to the target: where its progress goes, and its offset-syncs (decided
+    by `SyncOnDelta` over the range)."""
+
+    topic: str
+    partition: int
+    position: int  # the source offset after the range
+    target_position: int  # the target offset after its copy
+    syncs: list[tuple[int, int]] = field(default_factory=list)
+
+
 class SideRecordWriter:
-    """Offset-syncs (MM2's format, at every change of delta and periodically), progress and heartbeats."""
+    """Progress and heartbeats; offset-syncs through `offset_syncs`, which this writer's progress never passes."""
 
     def __init__(self, topics: InternalTopics, source_alias: str, target_alias: str,
                  states: dict[TopicPartitionKey, PartitionState], producer: Callable[[], Producer],
@@ -34,63 +49,26 @@ class SideRecordWriter:
         self.states = states
         self._producer = producer
         self.faults = faults
-        self.unsent_syncs: deque[tuple[bytes, bytes]] = deque()  # held back by a full queue, oldest first
+        self.offset_syncs = OffsetSyncWriter(topics.offset_syncs, producer, states, faults)
 
-    # ------------------------------------------------------------------ offset-syncs
-    def send_sync(self, state: PartitionState, source: int, target: int) -> None:
-        """Write an offset-sync, or hold it back while the producer's queue is full.
-
-        Called from the copied records' delivery callbacks, while the copy loop waits for room in that same
-        queue: it must neither wait here (inside the producer's poll) nor raise. A held-back sync stays in
-        `syncs_in_flight`, so the stored progress cannot pass it, and every later sync waits behind it: they
-        are acknowledged in the order they were made (`on_delivery` pops the oldest).
-        """
-        sync = OffsetSync(state.topic, state.partition, source, target)
-        state.syncs_in_flight.append((source, target))
-        state.last_synced_source = source
-        record = (sync.record_value(), sync.record_key())
-        if not self.unsent_syncs:
-            try:
-                self._producer().produce(self.topics.offset_syncs, record[0], record[1], 0, self.on_delivery)
-                return
-            except BufferError:
-                pass
-        self.unsent_syncs.append(record)
-
-    def send_unsent_syncs(self) -> None:
-        """Write the held-back offset-syncs in their order, waiting for room (never from a delivery callback)."""
-        producer = self._producer()
-        while self.unsent_syncs:
-            value, key = self.unsent_syncs[0]
-            produce_when_room(producer, self.topics.offset_syncs, value, key, 0, self.on_delivery, 0, None)
-            self.unsent_syncs.popleft()
-
-    def send_periodic_syncs(self) -> None:
-        """Refresh syncs of partitions that moved: MM2's readers translate from the latest sync before an offset."""
-        self.send_unsent_syncs()
-        for state in self.states.values():
-            if state.acked_source > state.last_synced_source and not state.failed:
-                self.send_sync(state, state.acked_source, state.acked_target)
+    @classmethod
+    def for_ranges(cls, target_config: dict[str, str], topics: InternalTopics, source_alias: str,
+                   target_alias: str) -> SideRecordWriter:
+        """A writer of whole copied ranges' records (`store_ranges`), with a producer of its own that follows the
+        copy contract."""
+        producer = Producer(target_producer_settings(target_config, linger_ms=5, compression="none",
+                                                     batch_bytes=1_000_000))
+        return cls(topics, source_alias, target_alias, {}, lambda: producer, Faults())
 
     def on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None and error.code() in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
-            return  # purged by an aborted transaction or a fatal producer error, which says why itself
-        if message.topic() == self.topics.offset_syncs:
-            sync = OffsetSync.from_record(message.key(), message.value())
-            if error is not None:  # the first fatal error says why: later ones are its echoes (purged records)
-                self.faults.fatal = self.faults.fatal or \
-                    f"writing offset-sync for {sync.topic}[{sync.partition}] failed: {error.str()}"
-                return
-            state = self.states.get((sync.topic, sync.partition))
-            if state is not None and state.syncs_in_flight and state.syncs_in_flight[0][0] == sync.upstream_offset:
-                state.syncs_in_flight.popleft()
-        elif error is not None:
+        """The delivery report of a progress, heartbeat or status record: a failure stops the engine."""
+        if error is not None and error.code() not in PURGED:  # purged: the fatal error that caused it says why
             self.faults.fatal = self.faults.fatal or f"writing to {message.topic()} on the target failed: {error.str()}"
 
     # ------------------------------------------------------------------ progress
     def write_progress(self, keys: list[TopicPartitionKey] | None = None, force: bool = False) -> None:
         """Store the copied position of these partitions (all by default) where it moved (or always: `force`)."""
-        self.send_unsent_syncs()
+        self.offset_syncs.send_unsent()
         states = self.states.values() if keys is None else [self.states[key] for key in keys]
         producer = self._producer()
         for state in states:
@@ -102,6 +80,26 @@ class SideRecordWriter:
                 produce_when_room(producer, self.topics.progress, progress.value(), progress.key(self.source_alias),
                                   0, self.on_delivery, 0, None)
                 state.stored_position = position
+
+    def store_ranges(self, ranges: list[CopiedRange], timeout_s: float = 60.0) -> None:
+        """Store whole copied ranges: their offset-syncs and, once the target acknowledged every one, each
+        partition's progress at the end of its range (the progress never passes a sync the target has not
+        acknowledged, as in the engine)."""
+        for copied in ranges:
+            self.offset_syncs.write(copied.topic, copied.partition, copied.syncs)
+        self._flush(timeout_s, "the target did not acknowledge the offset-syncs")
+        producer = self._producer()
+        for copied in ranges:
+            progress = PartitionProgress(copied.topic, copied.partition, copied.position, copied.target_position)
+            produce_when_room(producer, self.topics.progress, progress.value(), progress.key(self.source_alias), 0,
+                              self.on_delivery, 0, None)
+        self._flush(timeout_s, "the target did not acknowledge the backfill's progress")
+
+    def _flush(self, timeout_s: float, unacknowledged: str) -> None:
+        if self._producer().flush(timeout_s):
+            raise EngineError(unacknowledged)
+        if self.faults.fatal:
+            raise EngineError(self.faults.fatal)
 
     # ------------------------------------------------------------------ heartbeats
     def send_heartbeat(self) -> None:

@@ -30,7 +30,8 @@ TopicPartitionKey = tuple[str, int]
 class StatusReporter:
     def __init__(self, plan: MigrationPlan, worker_id: str, mode: str, exactly_once: bool, status_topic: str,
                  states: dict[TopicPartitionKey, PartitionState], faults: Faults,
-                 flow_state: Callable[[], str], on_delivery: Callable[[Any, Any], None]) -> None:
+                 flow_state: Callable[[], str], on_delivery: Callable[[Any, Any], None],
+                 clients: EngineClients) -> None:
         self.plan = plan
         self.worker_id = worker_id
         self.mode = mode
@@ -40,7 +41,7 @@ class StatusReporter:
         self.faults = faults
         self.flow_state = flow_state
         self.on_delivery = on_delivery
-        self.clients: EngineClients | None = None  # set once built: the status server may start before
+        self.clients = clients
         self.snapshot: dict = {}
         self.bytes_fetched: dict[TopicPartitionKey, int] = {}
         self._rate_base: tuple[float, dict[TopicPartitionKey, tuple[int, int]]] = (time.monotonic(), {})
@@ -72,7 +73,6 @@ class StatusReporter:
     # ------------------------------------------------------------------ lag
     def lag(self) -> dict[TopicPartitionKey, int]:
         """Records not yet copied per partition, from the consumer's cached watermarks."""
-        assert self.clients is not None
         lags = {}
         for key, state in self.states.items():
             _low, high = self.clients.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
@@ -82,7 +82,6 @@ class StatusReporter:
     def _source_lag(self) -> dict[TopicPartitionKey, int]:
         """Records not yet copied per partition, against the source's ends asked now (the consumer's cached
         watermarks stand still while partitions are paused)."""
-        assert self.clients is not None
         try:
             ends = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in self.states],
                                 OffsetSpec.latest(), timeout_s=5)
@@ -141,7 +140,6 @@ class StatusReporter:
     def publish(self, exiting: bool = False) -> None:
         """Refresh the HTTP snapshot and write it to the status topic (skipped, not waited for, when the
         producer's queue is full: the next one follows within an interval)."""
-        assert self.clients is not None
         self.snapshot = self.build(exiting)
         payload = json.dumps(self.snapshot).encode()
         try:

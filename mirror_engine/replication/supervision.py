@@ -5,6 +5,9 @@ by pid would report an unrelated process as the engine (and start none), and a s
 the state file records the process's identity, pid plus its create time and command line (through psutil),
 and the host it runs on; a process is the engine only if all of them match. Invariant: this module signals
 no process whose identity it has not just matched, and never one on another host.
+
+`DetachedWorker` is what a scheduler's task (the Airflow operator) uses: one engine worker of a plan per host,
+its state file and log in one folder, its command line `mirror-engine worker` (which calls `run_flow`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import contextlib
 import json
 import socket
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
-__all__ = ["EngineIdentity", "SupervisionError", "find_engine", "start_detached", "stop_engine"]
+__all__ = ["DetachedWorker", "EngineIdentity", "SupervisionError", "find_engine", "start_detached", "stop_engine"]
 
 
 class SupervisionError(RuntimeError):
@@ -145,3 +149,44 @@ def stop_engine(state_file: Path, timeout_s: float = 120.0,
                                    f"SIGKILL for {kill_timeout_s:.0f} s; see {identity.log}") from None
     state_file.unlink(missing_ok=True)
     return identity, killed
+
+
+@dataclass(frozen=True)
+class DetachedWorker:
+    """The engine worker of plan `plan_name` detached on this host, its files under `home` (`home/mirror-engine/`:
+    `<plan>.pid`, its identity, and `<plan>.log`)."""
+
+    plan_name: str
+    home: Path
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "mirror-engine" / f"{self.plan_name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "mirror-engine" / f"{self.plan_name}.log"
+
+    def started_here(self) -> bool:
+        """Whether a worker was started here and not stopped since (its state file is there)."""
+        return self.state_file.exists()
+
+    def command(self, plan_path: Path, worker_prefix: str) -> list[str]:
+        """`mirror-engine worker` for the plan, with a worker id stable on this host (`<prefix>-<host>`): a restarted
+        worker fences what its predecessor left open (exactly-once)."""
+        return [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(plan_path.resolve()),
+                "--worker-id", f"{worker_prefix}-{socket.gethostname()}"]
+
+    def ensure_running(self, plan_path: Path, env: Mapping[str, str],
+                       worker_prefix: str) -> tuple[EngineIdentity, bool]:
+        """The worker running here, started if none runs; and whether it was started now. Raises SupervisionError
+        with a sentence when it cannot be found or started from here."""
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        running = find_engine(self.state_file)
+        if running is not None:
+            return running, False
+        return start_detached(self.command(plan_path, worker_prefix), env, self.log_file, self.state_file), True
+
+    def stop(self, timeout_s: float = 120.0) -> tuple[EngineIdentity, bool]:
+        """`stop_engine` on this worker: what was stopped, and whether it had to be killed."""
+        return stop_engine(self.state_file, timeout_s=timeout_s)

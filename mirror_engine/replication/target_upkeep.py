@@ -11,6 +11,7 @@ import logging
 import time
 
 from mirror_engine.flow import managed_target_topics
+from mirror_engine.kafka import ClusterInfo
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import Action, PreparePlan, TargetConfigs, prepare_target, render_actions
 from mirror_engine.replication.faults import EngineError, Faults
@@ -30,14 +31,17 @@ class TargetUpkeep:
         self.faults = faults or Faults()
         self.target_configs = TargetConfigs()  # the target asked once per process about each source config
 
-    def prepare(self, managed: frozenset[str], initial: bool) -> list[str] | None:
+    def prepare(self, managed: frozenset[str], initial: bool,
+                clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> list[str] | None:
         """Create or update the target's topics (idempotent); the plan's source topics that can be copied (those
         whose target topic the target refused are left out, logged and in the status; the next refresh tries
-        again). Problems that forbid any change raise at the start (`initial`)."""
+        again). Problems that forbid any change raise at the start (`initial`). `clusters`: both clusters as just
+        described by the caller (not asked again)."""
         failures = ""
         for attempt in range(3):
             preparation = prepare_target(self.plan, self.source_config, self.target_config, apply=True,
                                          managed_topics=managed, best_effort=True, target_configs=self.target_configs,
+                                         clusters=clusters,
                                          on_planned=self._planned)
             prepared, result = preparation.prepared, preparation.applied
             if prepared.problems and self.beside_others and attempt < 2:

@@ -63,6 +63,18 @@ def redact(text: str) -> str:
     return _SECRET_IN_TEXT.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
 
 
+def printable(text: str) -> str:
+    """The text with control, format and line-separator characters shown as escapes: a value echoed from a file
+    cannot move the cursor, recolour the terminal, reorder text or start a line that looks like another."""
+    return "".join(char if char.isprintable() or char == " " else char.encode("unicode_escape").decode("ascii")
+                   for char in text)
+
+
+def printable_lines(text: str) -> str:
+    """`printable`, line by line: the message's own line breaks stay."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def without_credential_debug(config: dict[str, str], where: str) -> dict[str, str]:
     """The config without librdkafka's `debug` when it carries credentials (debug output can print them)."""
     if "debug" in config and any(is_secret_key(key) for key in config):

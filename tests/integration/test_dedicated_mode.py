@@ -8,12 +8,14 @@ import time
 import uuid
 
 import pytest
+import yaml
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from mirror_engine.kafka import describe_topic_configs, topic_overrides
+from mirror_engine import cli
+from mirror_engine.kafka import clusters, describe_topic_configs, topic_overrides
 from mirror_engine.mm2 import import_mm2_properties
-from mirror_engine.replication import BesideTheCopy, Replicator
-from tests.integration.plans import create_topics
+from mirror_engine.replication import FlowRun
+from tests.integration.plans import create_topics, plan_dict
 
 pytestmark = pytest.mark.integration
 
@@ -32,9 +34,8 @@ def test_a_config_changed_on_the_source_reaches_the_target_at_the_config_sync_in
             "refresh.topics.interval.seconds = 600\nsync.topic.configs.interval.seconds = 2\n")
     plan = import_mm2_properties(text, "mm2.properties").plan
     assert not plan.engine.run_checkpoints
-    replicator = Replicator(plan, source.client_config(), target.client_config())
-    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
-    beside = BesideTheCopy(plan, source.client_config(), target.client_config(), holder="test")
+    flow = FlowRun(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=flow.run, kwargs={"max_seconds": 120})
     target_admin = AdminClient(target.client_config())
 
     def on_target() -> dict[str, str]:
@@ -43,7 +44,6 @@ def test_a_config_changed_on_the_source_reaches_the_target_at_the_config_sync_in
         return topic_overrides(found.get(topic, []))
 
     runner.start()
-    beside.start()
     try:
         deadline = time.monotonic() + 60
         while on_target().get("retention.ms") != "3600000":  # prepared with its configs as the copy starts
@@ -59,6 +59,26 @@ def test_a_config_changed_on_the_source_reaches_the_target_at_the_config_sync_in
             assert time.monotonic() - changed < 20, "the config change did not reach the target before a refresh"
             time.sleep(0.5)
     finally:
-        replicator.stop()
+        flow.stop()
         runner.join(60)
-        beside.close()
+    assert not runner.is_alive()
+
+
+def test_run_asks_each_cluster_once(kafka_pair, unique_name, tmp_path, monkeypatch, capsys):
+    """The CLI describes both clusters (they answer, and are two) and passes that on: neither the engine's clients
+    nor its first target preparation ask again."""
+    source, target = kafka_pair
+    create_topics(source, [NewTopic(f"{unique_name}-once", 1, 1)])
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(plan_dict(source, target, unique_name)))
+    asked: list[str] = []
+    describe = clusters.describe_cluster
+
+    def counted(alias: str, config: dict[str, str], timeout_s: float = 10.0) -> object:
+        asked.append(alias)
+        return describe(alias, config, timeout_s)
+
+    monkeypatch.setattr(clusters, "describe_cluster", counted)
+    assert cli.main(["run", "--plan", str(plan_file), "--until-caught-up", "--max-seconds", "60",
+                     "--status-port", "-1"]) == 0, capsys.readouterr().err
+    assert sorted(asked) == ["src", "tgt"]

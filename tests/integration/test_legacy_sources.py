@@ -202,12 +202,12 @@ def test_a_zookeeper_era_source_migrates_every_topic_to_kafka_4(legacy_source, s
     runner.start()
     try:
         deadline = time.monotonic() + 120
-        while not (engine.reporter.snapshot or {}).get("blocked_topics"):
+        while not engine.status_snapshot.get("blocked_topics"):
             assert not failed, failed
             assert time.monotonic() < deadline, "the status never named the blocked topic"
             time.sleep(0.5)
         assert [r for r in caplog.records if f"topic {t['prefix']}.blocked is not copied" in r.getMessage()]
-        reason = engine.reporter.snapshot["blocked_topics"][f"{t['prefix']}.blocked"]
+        reason = engine.status_snapshot["blocked_topics"][f"{t['prefix']}.blocked"]
         assert "TOPIC_AUTHORIZATION_FAILED" in reason or "authoriz" in reason.lower(), reason
         _wait_copied(legacy_source, target, [t[k] for k in ("oldformat", "tsdiff", "appendtime", "v1", "plain")])
         _wait_copied(legacy_source, target, [f"{t['prefix']}.v0"], partitions=1)

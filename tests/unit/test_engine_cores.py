@@ -11,7 +11,8 @@ from mirror_engine.cutover import translate_group
 from mirror_engine.flow import ControlChanges, ControlChannel, OffsetMap
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication import PartitionState
+from mirror_engine.replication import OffsetSyncWriter, PartitionState
+from mirror_engine.replication.faults import Faults
 
 PLAN = {
     "name": "shop",
@@ -36,17 +37,23 @@ class Acked:
 
 
 class Recorder:
-    def __init__(self, state: PartitionState) -> None:
+    """The offset-syncs a partition's writer produces (a stand-in producer) and the partition's failures."""
+
+    def __init__(self) -> None:
         self.syncs: list[tuple[int, int]] = []
         self.failures: list[str] = []
-        state.on_new_delta = lambda s, source, target: (self.syncs.append((source, target)),
-                                                        s.syncs_in_flight.append((source, target)))
-        state.on_failure = lambda _s, reason, _offset: self.failures.append(reason)
+        self.writer = OffsetSyncWriter("syncs", lambda: self, {}, Faults())  # type: ignore[arg-type,return-value]
+
+    def produce(self, _topic: str, value: bytes, key: bytes, *_rest: object) -> None:
+        sync = OffsetSync.from_record(key, value)
+        self.syncs.append((sync.upstream_offset, sync.downstream_offset))
 
 
 def _state(start: int = 100) -> tuple[PartitionState, Recorder]:
-    state = PartitionState("orders", 0, "orders", start)
-    return state, Recorder(state)
+    recorder = Recorder()
+    state = PartitionState("orders", 0, "orders", start, offset_syncs=recorder.writer,
+                           on_failure=lambda _s, reason, _offset: recorder.failures.append(reason))
+    return state, recorder
 
 
 def test_a_run_of_records_is_copied_when_its_last_callback_is_acknowledged():
@@ -58,7 +65,7 @@ def test_a_run_of_records_is_copied_when_its_last_callback_is_acknowledged():
     first(None, Acked(0))
     assert recorder.syncs == [(100, 0)]  # the first record sets the delta: an offset-sync
     assert state.copied_position() == 100  # ...which is not acknowledged yet
-    state.syncs_in_flight.popleft()
+    state.syncs.in_flight.popleft()
     assert state.copied_position() == 101
     last(None, Acked(9))
     assert state.copied_position() == 110 and state.records_copied == 10 and state.target_position == 10
@@ -68,7 +75,7 @@ def test_a_run_of_records_is_copied_when_its_last_callback_is_acknowledged():
 def test_a_source_gap_changes_the_delta_and_writes_a_sync():
     state, recorder = _state()
     state.callback(100, True, 1)(None, Acked(0))
-    state.syncs_in_flight.clear()
+    state.syncs.in_flight.clear()
     # Offsets 101..104 are transaction markers on the source: the next record is 105 at target offset 1.
     state.callback(105, True, 2)(None, Acked(1))
     assert recorder.syncs == [(100, 0), (105, 1)] and not recorder.failures
@@ -84,11 +91,11 @@ def test_a_delta_change_inside_a_run_means_another_writer():
 def test_the_stored_position_stops_at_an_unacknowledged_sync():
     state, _recorder = _state()
     state.callback(100, True, 1)(None, Acked(0))
-    state.syncs_in_flight.clear()
+    state.syncs.in_flight.clear()
     state.callback(105, True, 2)  # sent, not acknowledged
     state.callback(107, False, 4)(None, Acked(3))
     state.produced_next = 108
-    state.syncs_in_flight.append((105, 1))
+    state.syncs.in_flight.append((105, 1))
     # The record at 105 is on the target but not yet mapped: the progress stops before it, at its target offset.
     assert state.copied_position() == 105
     assert state.progress_target_position() == 1
@@ -97,7 +104,7 @@ def test_the_stored_position_stops_at_an_unacknowledged_sync():
 def test_the_end_of_the_partition_moves_the_position_past_offset_holes():
     state, _recorder = _state()
     state.callback(100, True, 1)(None, Acked(0))
-    state.syncs_in_flight.clear()
+    state.syncs.in_flight.clear()
     state.produced_next = 101
     state.end_seen = 103  # a commit marker at 101..102, then the end
     assert state.copied_position() == 103

@@ -29,7 +29,7 @@ class Target:
         self.calls: list[tuple] = []
 
     def plan_preparation(self, plan, source_config, target_config, managed, best_effort=False,
-                         target_configs=None) -> PreparePlan:
+                         target_configs=None, clusters=None) -> PreparePlan:
         self.calls.append(("plan", managed, best_effort))
         return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"])
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from mirror_engine.replication import SupervisionError, find_engine, start_detached, stop_engine
+from mirror_engine.replication import DetachedWorker, SupervisionError, find_engine, start_detached, stop_engine
 
 
 @pytest.fixture
@@ -82,3 +82,27 @@ def test_an_engine_that_exits_at_once_says_why(tmp_path):
     with pytest.raises(SupervisionError, match=r"exited at once.*bad plan"):
         start_detached([sys.executable, "-c", "import sys; print('bad plan'); sys.exit(2)"], {}, log, state)
     assert not state.exists()
+
+
+def test_a_detached_worker_runs_mirror_engine_worker_with_an_id_stable_on_its_host(tmp_path):
+    worker = DetachedWorker("shop", tmp_path)
+    assert (worker.state_file, worker.log_file) == (tmp_path / "mirror-engine" / "shop.pid",
+                                                    tmp_path / "mirror-engine" / "shop.log")
+    plan = tmp_path / "plans" / ".." / "shop.yaml"
+    assert worker.command(plan, "airflow") == [
+        sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str((tmp_path / "shop.yaml").resolve()),
+        "--worker-id", f"airflow-{socket.gethostname()}"]
+
+
+def test_a_detached_worker_is_started_once_and_stopped_by_its_identity(tmp_path, monkeypatch):
+    worker = DetachedWorker("shop", tmp_path)
+    monkeypatch.setattr(DetachedWorker, "command", lambda self, plan, prefix: ["sleep", "300"])
+    assert not worker.started_here()
+    first, started = worker.ensure_running(tmp_path / "shop.yaml", {"PATH": "/usr/bin:/bin"}, "airflow")
+    try:
+        assert started and worker.started_here()
+        again, started_again = worker.ensure_running(tmp_path / "shop.yaml", {"PATH": "/usr/bin:/bin"}, "airflow")
+        assert again == first and not started_again
+    finally:
+        stopped, killed = worker.stop(timeout_s=10)
+    assert stopped == first and not killed and not worker.started_here()

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -20,6 +18,9 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from kafka_migration.cockpit.links import SwitchReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
 from kafka_migration.stages import skip_unless_selected
+
+if TYPE_CHECKING:
+    from mirror_engine.replication import DetachedWorker
 
 SWITCHED_GROUPS = AssetAlias("kafka-migration-switched-groups")
 RUN_FENCE = "fence (the run's fence param)"  # how a run asks for fences, named when the source cannot hold one
@@ -92,15 +93,14 @@ class PreflightOperator(MigrationOperator):
     stage = "preflight"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.kafka import ClusterUnreachable, describe_cluster
+        from mirror_engine.kafka import ClusterUnreachable, describe_plan_clusters
         from mirror_engine.prepare import prepare_target, render_actions, render_result
 
         hook = self.hook()
         plan = hook.plan
         source, target = hook.client_configs()
         try:
-            describe_cluster(plan.source.alias, source)
-            describe_cluster(plan.target.alias, target)
+            clusters = describe_plan_clusters(plan, source, target)
         except ClusterUnreachable as error:
             raise AirflowFailException(str(error)) from None
 
@@ -110,7 +110,7 @@ class PreflightOperator(MigrationOperator):
                           len(prepared.source_topics), render_actions(prepared.actions))
 
         preparation = prepare_target(
-            plan, source, target, dry_run=True, on_planned=planned,
+            plan, source, target, clusters=clusters, dry_run=True, on_planned=planned,
             more_problems=lambda _prepared: _fencing_problems(plan, source, context.get("params") or {}),
             on_checked=lambda result: self.log.info("dry-run, validated by the target: %s", render_result(result)))
         prepared = preparation.prepared
@@ -157,11 +157,11 @@ class PrepareTargetOperator(MigrationOperator):
         return {"applied": len(preparation.applied.applied) if preparation.applied else 0, "dry_run": False}
 
 
-def _engine_files(plan_name: str) -> tuple[Path, Path]:
-    """The engine's state file (its identity, see `mirror_engine.replication.supervision`) and its log, here."""
-    folder = Path(os.environ.get("AIRFLOW_HOME", ".")) / "mirror-engine"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{plan_name}.pid", folder / f"{plan_name}.log"
+def _detached_worker(plan_name: str) -> DetachedWorker:
+    """The plan's engine worker detached on this Airflow worker, its files under AIRFLOW_HOME."""
+    from mirror_engine.replication import DetachedWorker
+
+    return DetachedWorker(plan_name, Path(os.environ.get("AIRFLOW_HOME", ".")))
 
 
 class StartReplicationOperator(MigrationOperator):
@@ -175,24 +175,18 @@ class StartReplicationOperator(MigrationOperator):
     stage = "replicate"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.replication import SupervisionError, find_engine, start_detached
+        from mirror_engine.replication import SupervisionError
 
         hook = self.hook()
-        state_file, log_file = _engine_files(hook.plan.name)
+        worker = _detached_worker(hook.plan.name)
         try:
-            running = find_engine(state_file)
-            if running is not None:
-                self.log.info("engine already running (%s), log in %s", running.describe(), log_file)
-                return {"pid": running.pid, "host": running.host, "log": str(log_file)}
-            engine = start_detached(
-                # A stable worker id: a restarted engine fences what its predecessor left open (exactly-once).
-                [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(Path(self.plan_path).resolve()),
-                 "--worker-id", f"airflow-{socket.gethostname()}"],
-                {**os.environ, **hook.process_env()}, log_file, state_file)
+            engine, started = worker.ensure_running(Path(self.plan_path), {**os.environ, **hook.process_env()},
+                                                    worker_prefix="airflow")
         except SupervisionError as error:
             raise AirflowFailException(str(error)) from None
-        self.log.info("engine started (%s), log in %s", engine.describe(), log_file)
-        return {"pid": engine.pid, "host": engine.host, "log": str(log_file)}
+        self.log.info("engine %s (%s), log in %s", "started" if started else "already running", engine.describe(),
+                      worker.log_file)
+        return {"pid": engine.pid, "host": engine.host, "log": str(worker.log_file)}
 
 
 class StopReplicationOperator(MigrationOperator):
@@ -202,15 +196,16 @@ class StopReplicationOperator(MigrationOperator):
     stage = "finish"
 
     def run(self, context: Any) -> dict:
-        from mirror_engine.replication import SupervisionError, stop_engine
+        from mirror_engine.replication import SupervisionError
 
-        state_file, log_file = _engine_files(self.hook().plan.name)
+        worker = _detached_worker(self.hook().plan.name)
+        log_file = worker.log_file
         stages = context["params"].get("stages")
-        if stages is not None and "replicate" not in stages and not state_file.exists():
+        if stages is not None and "replicate" not in stages and not worker.started_here():
             raise AirflowSkipException("this run leaves out the replicate stage and no engine was started on this "
                                        "host: engines run as their own service are stopped where they run")
         try:
-            engine, killed = stop_engine(state_file, timeout_s=120)
+            engine, killed = worker.stop(timeout_s=120)
         except SupervisionError as error:
             raise AirflowFailException(str(error)) from None
         if killed:
