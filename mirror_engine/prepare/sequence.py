@@ -70,8 +70,8 @@ def prepare_target(
     `managed_topics` are the target topics the flow already copies into (read from its stored progress when not
     given). `best_effort`, `target_configs` and `clusters` are `plan_preparation`'s. `kinds` keeps only actions
     of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"). `more_problems` adds the
-    caller's own reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before
-    anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
+    caller's own reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included)
+    before anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
     managed = managed_target_topics(plan, target_config) if managed_topics is None else managed_topics
     prepared = plan_preparation(plan, source_config, target_config, managed, best_effort=best_effort,
