@@ -1,8 +1,9 @@
 """The Spark jobs of a migration through the Spark provider's SparkSubmitOperator.
 
-The master comes from the Spark connection (`spark_conn_id`; local[2] in the demo). The Kafka
-connector's jars are resolved when the task runs, not when the DAG is parsed, and the clusters'
-settings reach the job in its environment (never on the spark-submit command line, which is logged).
+The master comes from the Spark connection (`spark_conn_id`; local[2] in the demo). spark-submit
+resolves the Kafka connector (`--packages`, coordinates from `spark_jobs.packages`) when the task runs, not when
+the DAG is parsed, and the clusters' settings reach the job in its environment (never on the spark-submit
+command line, which is logged).
 A validation of a copy of at most `validation.in_process_max_records` records runs in the task itself,
 without Spark (`validate.py --in-process`): a Spark application's start would take most of the stage.
 """
@@ -44,9 +45,12 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
             raise AirflowSkipException("the plan names no backfill topics")
         if self.stage == "validate" and self._validate_in_process(hook):
             return
-        from spark_jobs.session import kafka_connector_jars
+        from spark_jobs.packages import job_packages
 
-        self.jars = ",".join(kafka_connector_jars())
+        # Spark resolves the connector itself (--packages), into the project's Ivy cache.
+        packages = job_packages()
+        self.packages, self.exclude_packages = ",".join(packages.packages), ",".join(packages.excludes)
+        self.conf = {**(self.conf or {}), "spark.jars.ivy": packages.conf()["spark.jars.ivy"]}
         # PYSPARK_PYTHON: a local driver's Python workers run this interpreter, which has the project's packages.
         self.env_vars = {"PYSPARK_PYTHON": sys.executable, **(self.env_vars or {}), **hook.process_env()}
         super().execute(context)
