@@ -41,7 +41,7 @@ from pathlib import Path
 import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-from vs_mm2 import cluster_section, print_table, stop_clusters
+from harness import cluster_section, print_table, stop_clusters
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import memory_bytes

@@ -50,7 +50,7 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from engine_vs_raw import PARTITIONS, PRODUCER_SETTINGS, make_records
-from vs_mm2 import ENGINE_SETTINGS, cluster_section, create_topics, print_table, stop_clusters
+from harness import ENGINE_SETTINGS, cluster_section, create_topics, print_table, stop_clusters
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import ProcessUsage, count_records, exit_code, memory_bytes, stop_process

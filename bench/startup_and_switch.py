@@ -59,7 +59,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from vs_mm2 import create_topics, print_table, stop_clusters, wait_for_group_coordinator, write_plan
+from harness import create_topics, print_table, stop_clusters, wait_for_group_coordinator, write_plan
 
 from kafka_local.cluster import KafkaCluster, start_pair
 

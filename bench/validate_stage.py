@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "demo")]  # demo/run_demo.py imports its neighbours by name
 
 from demo.run_demo import load_source  # noqa: E402
 from kafka_local.cluster import start_pair  # noqa: E402
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     from spark_jobs import validate
-    from spark_jobs.session import kafka_connector_jars
+    from spark_jobs.packages import job_packages
 
     times: dict[str, list[float]] = {"spark-submit": [], "in-process": []}
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
@@ -52,7 +52,7 @@ def main() -> None:
                 max_seconds=120, until_caught_up=True).ok
             reports = str(Path(workdir) / "reports")
             submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-                      "--conf", "spark.driver.host=127.0.0.1", "--jars", ",".join(kafka_connector_jars()),
+                      "--conf", "spark.driver.host=127.0.0.1", *job_packages().submit_args(),
                       str(ROOT / "spark_jobs" / "validate.py"), "--plan", plan_file, "--report-dir", reports]
             env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
             for _ in range(args.rounds):

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from vs_mm2 import EngineProcess, print_table, stop_clusters, wait_for_group_coordinator, write_plan
+from harness import EngineProcess, print_table, stop_clusters, wait_for_group_coordinator, write_plan
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import MirrorMakerSettings, start_mirror_maker

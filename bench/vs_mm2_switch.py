@@ -23,18 +23,18 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from switch import PARTITIONS, TOPIC, LiveProducer, count_overlap, read_as_group, read_truth
-from vs_mm2 import (
+from engine_vs_raw import produce_topics
+from harness import (
     ENGINE_SETTINGS,
     MM2_CONSUMER,
     MM2_PRODUCER,
     EngineProcess,
     create_topics,
     print_table,
-    produce_topics,
     wait_for_group_coordinator,
     write_plan,
 )
+from switch import PARTITIONS, TOPIC, LiveProducer, count_overlap, read_as_group, read_truth
 
 from kafka_local.cluster import KafkaCluster
 from kafka_local.mm2 import MirrorMakerSettings, count_records, start_mirror_maker, wait_for_records

@@ -62,8 +62,6 @@ def parse_bound(value: str | None) -> int | datetime | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mirror_engine.flow import ControlChannel
-    from mirror_engine.kafka import admin_client, list_offsets
     from mirror_engine.plan import PlanError, load_plan
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,18 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    # The engine records the snapshots when it first meets the topics: give a just-started engine time.
-    deadline = time.monotonic() + args.wait_seconds
-    while True:
-        control = ControlChannel(plan, target_config)
-        control.load()
-        pending = {t: s for t, s in control.backfills.items() if s.state == "pending"}
-        done = sorted(t for t, s in control.backfills.items() if s.state == "done")
-        wanted = args.topics.split(",") if args.topics else None
-        if (wanted and all(t in pending or t in done for t in wanted)) or (not wanted and (pending or done)) \
-                or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    wanted = args.topics.split(",") if args.topics else None
+    control, pending, done = wait_for_snapshots(plan, target_config, wanted, args.wait_seconds)
     topics = [t for t in wanted if t not in done] if wanted else sorted(pending)
     if not topics and done and not (wanted and set(wanted) - set(done)):
         print(f"nothing to backfill: already done for {', '.join(done)}")
@@ -121,12 +109,62 @@ def main(argv: list[str] | None = None) -> int:
     if problems or not topics:
         print("error: " + ("; ".join(problems) or "no backfill is pending for this plan"), file=sys.stderr)
         return 2
+    parts = partition_ranges(plan, source_config, [pending[t] for t in topics], only_partitions,
+                             start_bound, end_bound)
+
+    from spark_jobs.packages import job_packages
+    from spark_jobs.session import build_session
+
+    started = time.monotonic()
+    spark = build_session(f"backfill-{plan.name}", master=args.master,
+                          packages=lambda: job_packages(source_security),
+                          executor_java_options=executor_oauth_options(source_security))
+    allow_oauth_urls(spark, source_security)
+    try:
+        check_logins(spark, [(source_security, source_options)])
+    except ClusterLoginError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    copy_ranges(spark, source_options, target_config, parts)
+    _store_progress(plan, target_config, parts)
+    for topic in topics:
+        snapshot = pending[topic]
+        if {p.partition for p in parts if p.topic == topic} == set(snapshot.partitions):
+            control.backfill_done(snapshot)
+    print(_summary_table(parts, time.monotonic() - started))
+    return 0
+
+
+def wait_for_snapshots(plan: Any, target_config: dict[str, str], wanted: list[str] | None,
+                       wait_s: float) -> tuple[Any, dict[str, Any], list[str]]:
+    """The flow's control channel, its pending backfill snapshots by topic and the topics already done, once the
+    engine recorded the `wanted` topics' (any, when None) or after `wait_s`: the engine records them when it first
+    meets the topics, so a just-started engine gets that long."""
+    from mirror_engine.flow import ControlChannel
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        control = ControlChannel(plan, target_config)
+        control.load()
+        pending = {t: s for t, s in control.backfills.items() if s.state == "pending"}
+        done = sorted(t for t, s in control.backfills.items() if s.state == "done")
+        if (wanted and all(t in pending or t in done for t in wanted)) or (not wanted and (pending or done)) \
+                or time.monotonic() > deadline:
+            return control, pending, done
+        time.sleep(1)
+
+
+def partition_ranges(plan: Any, source_config: dict[str, str], snapshots: list[Any], only_partitions: set[int] | None,
+                     start_bound: int | datetime | None, end_bound: int | datetime | None) -> list[PartitionBackfill]:
+    """Each chosen partition's source range [start, end): from its earliest offset (or `start_bound`) to its
+    snapshot offset B (or `end_bound`, never past B), and where it starts on the target."""
+    from mirror_engine.kafka import admin_client, list_offsets
 
     source_admin = admin_client(source_config)
     policy = plan.policy()
     parts: list[PartitionBackfill] = []
-    for topic in topics:
-        snapshot = pending[topic]
+    for snapshot in snapshots:
+        topic = snapshot.topic
         chosen = sorted(p for p in snapshot.partitions if only_partitions is None or p in only_partitions)
         tps = [TopicPartition(topic, p) for p in chosen]
         earliest = list_offsets(source_admin, tps, OffsetSpec.earliest())
@@ -144,21 +182,17 @@ def main(argv: list[str] | None = None) -> int:
             start = min(max(starts[key], earliest[key]), end)
             parts.append(PartitionBackfill(topic, p, policy.format_remote_topic(plan.source.alias, topic), start, end,
                                            snapshot.partitions[p][1]))
+    return parts
 
+
+def copy_ranges(spark: Any, source_options: dict[str, str], target_config: dict[str, str],
+                parts: list[PartitionBackfill]) -> None:
+    """Copy every part's range with one Spark task per source partition; fills each part's records, written and
+    syncs from what its task reports."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.session import build_session, job_jars
     from spark_jobs.validation import read_ranges
 
-    started = time.monotonic()
-    spark = build_session(f"backfill-{plan.name}", master=args.master, jars=lambda: job_jars(source_security),
-                          executor_java_options=executor_oauth_options(source_security))
-    allow_oauth_urls(spark, source_security)
-    try:
-        check_logins(spark, [(source_security, source_options)])
-    except ClusterLoginError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     ranges: dict[str, dict[int, tuple[int, int]]] = {}
     for part in parts:
         ranges.setdefault(part.topic, {})[part.partition] = (part.start, part.end)
@@ -181,13 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     for part in parts:
         summary = results.get((part.topic, part.partition), {"records": 0, "written": 0, "syncs": []})
         part.records, part.written, part.syncs = summary["records"], summary["written"], summary["syncs"]
-    _store_progress(plan, target_config, parts)
-    for topic in topics:
-        snapshot = pending[topic]
-        if {p.partition for p in parts if p.topic == topic} == set(snapshot.partitions):
-            control.backfill_done(snapshot)
-    print(_summary_table(parts, time.monotonic() - started))
-    return 0
 
 
 def _store_progress(plan: Any, target_config: dict[str, str], parts: list[PartitionBackfill]) -> None:

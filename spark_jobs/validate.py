@@ -155,12 +155,13 @@ def _compare_with_spark(ranges: list[PartitionRange], securities: tuple[ClusterS
                         master: str | None) -> ValidationReport:
     """The report from Spark, after both clusters accepted the login of Spark's Kafka source (ClusterLoginError
     at once otherwise, not minutes of retries)."""
-    from spark_jobs.session import build_session, job_jars
+    from spark_jobs.packages import job_packages
+    from spark_jobs.session import build_session
 
     source_security, target_security = securities
     source_options, target_options = options
     spark = build_session(f"validate-{plan_name}", master=master,
-                          jars=lambda: job_jars(source_security, target_security),
+                          packages=lambda: job_packages(source_security, target_security),
                           executor_java_options=executor_oauth_options(source_security, target_security))
     allow_oauth_urls(spark, source_security, target_security)
     check_logins(spark, [(source_security, source_options), (target_security, target_options)])

@@ -16,7 +16,6 @@ sides), and the report says so in `notes` instead of calling every record change
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mirror_engine.observe import render_validation_page
 from mirror_engine.security import ClusterSecurity
 from spark_jobs.record_pairing import FINDINGS_SCHEMA, PartitionFindings
 
@@ -100,7 +100,7 @@ class ValidationReport:
         return json.dumps(self.to_dict(), indent=2)
 
     def to_html(self) -> str:
-        return render_html(self.to_dict())
+        return render_validation_page(self.to_dict())
 
 
 # ------------------------------------------------------------------ reading and fingerprinting
@@ -224,72 +224,6 @@ def result_from_findings(topic: str, partition: int, found: PartitionFindings,
     result.duplicates = sum(1 for on_source in extras.values() if on_source)
     result.out_of_order = sorted(found.out_of_order)
     return result
-
-
-# ------------------------------------------------------------------ the page a person opens
-def render_html(report: dict) -> str:
-    rows = report["partitions"]
-    status = "clean" if report["clean"] else "NOT CLEAN"
-    tallest = max([max(r["source_records"], r["target_records"]) for r in rows] + [1])
-    bar_width, chart_height = 28, 160
-    bars = []
-    for i, row in enumerate(rows):
-        for j, (kind, colour) in enumerate((("source_records", "#4c78a8"), ("target_records", "#72b7b2"))):
-            height = chart_height * row[kind] / tallest
-            x = 40 + i * (2 * bar_width + 12) + j * bar_width
-            bars.append(f'<rect x="{x}" y="{chart_height - height + 10:.1f}" width="{bar_width - 2}" '
-                        f'height="{height:.1f}" fill="{colour}"><title>{html.escape(row["topic"])}'
-                        f'[{row["partition"]}] {kind.split("_")[0]}: {row[kind]}</title></rect>')
-        bars.append(f'<text x="{40 + i * (2 * bar_width + 12)}" y="{chart_height + 26}" font-size="10">'
-                    f'{html.escape(row["topic"][-12:])}[{row["partition"]}]</text>')
-    width = 60 + len(rows) * (2 * bar_width + 12)
-    legend = "".join(
-        f'<rect x="{width - x}" y="4" width="10" height="10" fill="{colour}"/>'
-        f'<text x="{width - x + 14}" y="13" font-size="11">{label}</text>'
-        for x, colour, label in ((150, "#4c78a8", "source"), (80, "#72b7b2", "target"))
-    )
-    table = "\n".join(
-        f'<tr class="{"ok" if r["clean"] else "bad"}"><td>{html.escape(r["topic"])}</td><td>{r["partition"]}</td>'
-        f'<td>{r["source_records"]}</td><td>{r["target_records"]}</td><td>{r["missing"]}</td><td>{r["extra"]}</td>'
-        f'<td>{r["duplicates"]}</td><td>{r["changed"]}</td><td>{r["out_of_order"]}</td>'
-        f'<td>{html.escape(_firsts(r))}</td></tr>'
-        for r in rows
-    )
-    totals = report["totals"]
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>Validation of {html.escape(report["plan"])}: {status}</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; }} table {{ border-collapse: collapse; }}
-td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: right; }} td:first-child {{ text-align: left; }}
-tr.bad {{ background: #fde2e1; }} .status {{ font-size: 1.4em; color: {"#2e7d32" if report["clean"] else "#c62828"}; }}
-</style></head><body>
-<h1>Validation of plan {html.escape(report["plan"])}</h1>
-<p class="status">{status}</p>
-<p>Mode: {report["mode"]}{f" (fraction {report['sample_fraction']})" if report["mode"] == "sample" else ""}.
-Source records {totals["source_records"]}, target records {totals["target_records"]}; missing {totals["missing"]},
-extra {totals["extra"]} (of which duplicates {totals["duplicates"]}), changed {totals["changed"]},
-out of order {totals["out_of_order"]}.</p>
-{"".join(f"<p>Note: {html.escape(note)}.</p>" for note in report.get("notes", []))}
-<h2>Records per partition</h2>
-<svg width="{width}" height="{chart_height + 40}" role="img" aria-label="source and target records per partition">
-{"".join(bars)}
-{legend}
-</svg>
-<h2>Partitions</h2>
-<table><tr><th>topic</th><th>partition</th><th>source</th><th>target</th><th>missing</th><th>extra</th>
-<th>duplicates</th><th>changed</th><th>out of order</th><th>first offsets</th></tr>
-{table}
-</table></body></html>
-"""
-
-
-def _firsts(row: dict) -> str:
-    parts = []
-    for kind, label in (("first_missing", "missing at source"), ("first_extra", "extra at target"),
-                        ("first_changed", "changed source->target"), ("first_out_of_order", "out of order at")):
-        if row[kind]:
-            parts.append(f"{label} {row[kind]}")
-    return "; ".join(parts)
 
 
 def report_to_files(report: ValidationReport, directory: str, name: str) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""The one reader of a flow's small internal topics on the target: progress, offset-syncs, control, status, reports.
+"""The one reader of a flow's small internal topics on the target: progress, offset-syncs, control, status, reports,
+checkpoints, heartbeats (and the replica of the source's heartbeats the latency probe waits on).
 
 Each is a single-partition topic. A reader sees committed records only (`read_committed`: a crashed worker's open
 or aborted transaction never reaches a decision), learns its topics' leaders before it is assigned

@@ -1,6 +1,7 @@
 """Consumer helpers for readers that stop at a partition's end: `consume_available` returns what has arrived without
-waiting out a consume timeout; `assign_known` assigns after asking for the topics' leaders. The flow's internal
-topics are read through `mirror_engine.kafka.internal_reader`, which uses them."""
+waiting out a consume timeout; `assign_known` assigns after asking for the topics' leaders. They serve the readers
+of data topics (the switch's proofs, the catch-up gate, the in-process validation) and the one reader of the flow's
+small internal topics, `mirror_engine.kafka.internal_reader`, through which every internal topic is read."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Watching a flow: status records and their readers, the loopback HTTP/metrics endpoint, heartbeats, reports, and the
-flow watch and view that sensors and the cockpit read."""
+"""Watching a flow: status records and their readers, the loopback HTTP/metrics endpoint, heartbeats, reports and their
+HTML, and the flow watch and view that sensors and the cockpit read."""
 
 from mirror_engine.observe.flow_view import FlowView
 from mirror_engine.observe.flow_watch import FlowWatch
@@ -15,6 +15,7 @@ from mirror_engine.observe.status import (
     render_flow_status,
     replication_lag,
 )
+from mirror_engine.observe.validation_page import render_validation_page, render_validation_section
 
 __all__ = [
     "MAX_REPORT_BYTES",
@@ -32,5 +33,7 @@ __all__ = [
     "prometheus_text",
     "read_worker_statuses",
     "render_flow_status",
+    "render_validation_page",
+    "render_validation_section",
     "replication_lag",
 ]

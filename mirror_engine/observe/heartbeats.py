@@ -13,10 +13,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
-from mirror_engine.kafka import admin_client, decoded, list_offsets, read_to_end, wait_until_served
+from mirror_engine.kafka import (
+    InternalTopicReader,
+    admin_client,
+    decoded,
+    list_offsets,
+    read_to_end,
+    wait_until_served,
+)
 from mirror_engine.mm2 import Heartbeat
 from mirror_engine.plan import MigrationPlan
 
@@ -82,9 +89,10 @@ def measure_latency(plan: MigrationPlan, source_config: dict[str, str], target_c
         time.sleep(0.5)
     start = list_offsets(target_admin, [TopicPartition(replica, 0)], OffsetSpec.latest())[(replica, 0)]
 
-    consumer = Consumer({**target_config, "group.id": "mirror-engine-latency", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(replica, 0, start)])
-    try:
+    # Committed records only, as the flow's consumers on the target see them (an exactly-once engine's copy
+    # arrives with its transaction's commit).
+    with InternalTopicReader(target_config, replica, "mirror-engine-latency", start={replica: start}) as reader:
+        reader.available()  # assigned, and its leader known, before the heartbeat leaves
         beat = Heartbeat(plan.target.alias, plan.source.alias, int(time.time() * 1000))
         producer = Producer(source_config)
         sent = time.monotonic()
@@ -93,10 +101,9 @@ def measure_latency(plan: MigrationPlan, source_config: dict[str, str], target_c
             raise LatencyError(f"the source did not accept the heartbeat on {source_topic} (does this principal "
                                "have WRITE on it?)")
         while time.monotonic() < deadline:
-            for message in consumer.consume(100, timeout=0.05):
-                if message.error() is None and Heartbeat.from_record(message.key(), message.value()) == beat:
-                    return Latency(source_topic, replica, (time.monotonic() - sent) * 1000)
+            arrived = decoded(reader.available(), lambda m: Heartbeat.from_record(m.key(), m.value()))
+            if any(copy == beat for _message, copy in arrived):
+                return Latency(source_topic, replica, (time.monotonic() - sent) * 1000)
+            time.sleep(0.005)
         raise LatencyError(f"the heartbeat written to {source_topic} at {beat.timestamp_ms} did not reach {replica} "
                            f"within {timeout_s:.0f} s: the flow is stalled or far behind")
-    finally:
-        consumer.close()

@@ -6,7 +6,7 @@
   Inline key material never goes into an option, so it cannot reach a Spark plan.
 - Logins: PLAIN/SCRAM JAAS lines; OIDC as `OAuthBearerLoginCallbackHandler` with the token endpoint and the
   client credentials; AWS MSK IAM as `IAMLoginModule` (the jar `software.amazon.msk:aws-msk-iam-auth` must
-  be on the class path: `spark_jobs.session.job_jars`). JAAS values escape `\\` and `"`.
+  be on the class path: `spark_jobs.packages.job_packages`). JAAS values escape `\\` and `"`.
 
 `file_path` maps a local file to the path the JVM reads it from (default: the same). A job on a Spark cluster
 gets settings already naming its shipped files (`job_files.stage_job_files`).

@@ -399,8 +399,8 @@ def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployme
         run_id = services.trigger(f"kafka_migration_validate__{plan}", {})
         assert services.wait_for_run(f"kafka_migration_validate__{plan}", run_id, 400) == "failed"  # not clean
         page.goto(f"{services.url}/kafka-migrations/plans/{plan}/validations", wait_until="networkidle")
-        damaged = page.locator("tr", has_text=f"{deployment.topic}[0]").last
-        assert "missing at 0, 1, 2, 3, 4" in damaged.inner_text(), damaged.inner_text()
+        damaged = page.locator("tr.bad", has_text=deployment.topic).last  # the report's row of partition 0
+        assert "missing at source [0, 1, 2, 3, 4]" in damaged.inner_text(), damaged.inner_text()
         assert "NOT CLEAN" in page.content()
         page.screenshot(path=str(REPORTS / "cockpit-validation.png"), full_page=True)
 

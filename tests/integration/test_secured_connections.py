@@ -87,22 +87,45 @@ def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scr
     assert "SCRAM-SHA-512" in message and "wrong-password" not in message
 
 
+# Run in a process of its own: a session already started in this one would be returned with its own jars.
+_MSK_SESSION = """
+import sys
+from mirror_engine.security import ClusterSecurity
+from spark_jobs.packages import job_packages
+from spark_jobs.session import build_session
+
+msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+                                   "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
+spark = build_session("msk-jars", packages=job_packages(msk))
+loader = spark._jvm.Thread.currentThread().getContextClassLoader()
+for name in ("software.amazon.msk.auth.iam.IAMLoginModule", "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+             "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
+    spark._jvm.java.lang.Class.forName(name, False, loader)
+print("JARS", spark.sparkContext.getConf().get("spark.jars"))
+spark.stop()
+"""
+
+
 def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_path():
-    """The jars are resolved from Maven Central (cached): an MSK cluster cannot be reached from here."""
-    import zipfile
+    """Spark resolves the jars from Maven Central (cached): an MSK cluster cannot be reached from here."""
+    import subprocess
+    import sys
 
     from mirror_engine.security import ClusterSecurity
-    from spark_jobs.session import job_jars, kafka_connector_jars
+    from spark_jobs.packages import job_packages, kafka_connector
 
     msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
                                        "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
     plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker:9093"})
-    assert job_jars(plain) == kafka_connector_jars()
-    jars = job_jars(plain, msk)
-    classes = {name for jar in jars if "aws-msk-iam-auth" in jar for name in zipfile.ZipFile(jar).namelist()}
-    assert "software/amazon/msk/auth/iam/IAMLoginModule.class" in classes
-    assert "software/amazon/msk/auth/iam/IAMClientCallbackHandler.class" in classes
-    assert not any(os.path.basename(jar).startswith(("jackson-databind-", "slf4j-")) for jar in jars)
+    assert job_packages(plain).packages == (kafka_connector(),)
+    assert job_packages(plain, msk).packages == (kafka_connector(), "software.amazon.msk:aws-msk-iam-auth:2.3.9")
+    done = subprocess.run([sys.executable, "-c", _MSK_SESSION], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jars = done.stdout.split("JARS ", 1)[1].split(",")
+    assert any("aws-msk-iam-auth" in jar for jar in jars)
+    # Spark's own Jackson and SLF4J stay the only ones on the class path.
+    assert not any(os.path.basename(jar).split("_", 1)[-1].startswith(("jackson-databind-", "slf4j-"))
+                   for jar in jars)
 
 
 def test_a_spark_job_with_secrets_is_not_submitted_to_yarn_where_its_environment_would_be_on_the_command_line(

@@ -10,6 +10,8 @@ import html
 import json
 from typing import Any
 
+from mirror_engine.observe import render_validation_section
+
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.2rem; color: #1a202c; }
 h1 { font-size: 1.4rem; margin: 0 0 .4rem; } h2 { font-size: 1.1rem; margin: 1.4rem 0 .4rem; }
@@ -229,42 +231,6 @@ def cutover_page(cutover: dict[str, Any], prefix: str) -> str:
 
 
 # ------------------------------------------------------------------ validation
-def validation_rows(report: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for p in report["partitions"]:
-        bad = any(p.get(k) for k in ("missing", "extra", "duplicates", "changed", "out_of_order"))
-        first = "; ".join(f"{k.removeprefix('first_').replace('_', ' ')} at "
-                          + ", ".join(str(o) if isinstance(o, int) else "/".join(map(str, o)) for o in v)
-                          for k, v in sorted(p.items()) if k.startswith("first_") and v)
-        name = f"{esc(p['topic'])}[{p['partition']}]"
-        rows.append([f"<span class='bad'>{name}</span>" if bad else name, count(p["source_records"]),
-                     count(p["target_records"])] + [
-            f"<span class='bad'>{count(p[k])}</span>" if p.get(k) else "0"
-            for k in ("missing", "extra", "duplicates", "changed", "out_of_order")] + [esc(first) or NONE])
-    return rows
-
-
-def validation_bars(report: dict[str, Any], width: int = 720) -> str:
-    """Per partition: records on the source (grey) and problems found (red)."""
-    parts = report["partitions"]
-    if not parts:
-        return ""
-    tallest = max(max(p["source_records"] for p in parts), 1)
-    step = max(min((width - 40) / len(parts), 40), 4)
-    bars = []
-    for i, p in enumerate(parts):
-        wrong = sum(p.get(k) or 0 for k in ("missing", "extra", "duplicates", "changed", "out_of_order"))
-        h = p["source_records"] / tallest * 120
-        bars.append(f"<rect x='{20 + i * step:.1f}' y='{140 - h:.1f}' width='{step * 0.7:.1f}' height='{h:.1f}' "
-                    f"fill='#cbd5e0'><title>{esc(p['topic'])}[{p['partition']}]: {p['source_records']:,} records"
-                    f"</title></rect>")
-        if wrong:
-            bars.append(f"<rect x='{20 + i * step:.1f}' y='{130:.1f}' width='{step * 0.7:.1f}' height='10' "
-                        f"fill='#c53030'><title>{wrong:,} problem(s)</title></rect>")
-    return (f"<svg width='{width}' height='150' role='img' aria-label='records and problems per partition'>"
-            + "".join(bars) + "</svg>")
-
-
 def validations_page(plan: str, records: list[dict[str, Any]], prefix: str, chosen: str | None) -> str:
     listing = [[f"<a href='{prefix}plans/{esc(plan)}/validations/{esc(r['name'])}'>{esc(r['name'])}</a>",
                 f"<span data-ms='{r['stored_ms']}'></span>",
@@ -280,10 +246,7 @@ def validations_page(plan: str, records: list[dict[str, Any]], prefix: str, chos
         report = shown["report"]
         body += (f"<h2>Report {esc(shown['name'])}: "
                  + ("<span class='ok'>clean</span>" if report["clean"] else "<span class='bad'>NOT CLEAN</span>")
-                 + "</h2>" + validation_bars(report)
-                 + table(["partition", "source records", "target records", "missing", "extra", "duplicates",
-                          "changed", "out of order", "first problems (source offsets)"], validation_rows(report),
-                         numeric={1, 2, 3, 4, 5, 6, 7}))
+                 + "</h2>" + render_validation_section(report))
         if report.get("truncated"):
             body += f"<p class='muted'>cut to fit the store: {esc(report['truncated'])}</p>"
     return page(f"Validation of {plan}", body, nav=plan_nav(plan, prefix))

@@ -1,12 +1,13 @@
 """The Spark jobs of a migration through the Spark provider's SparkSubmitOperator.
 
-The master comes from the Spark connection (`spark_conn_id`; local[2] in the demo). The Kafka
-connector's jars are resolved when the task runs, not when the DAG is parsed, and the clusters'
-settings reach the job in its environment (never on the spark-submit command line, which is logged).
-Their TLS files (CA, client certificate and key, inline PEM from a connection included) are staged in a
-private directory of this task (0700, files 0600, removed when the task ends) and shipped with
-`spark-submit --files`, so that executors on other machines get them; spark-submit runs in that directory,
-where the driver finds them under the same relative names as the executors (`mirror_engine.security.job_files`).
+The master comes from the Spark connection (`spark_conn_id`; local[2] in the demo). spark-submit
+resolves the Kafka connector (`--packages`, coordinates from `spark_jobs.packages`) when the task runs, not when
+the DAG is parsed, and the clusters' settings reach the job in its environment (never on the spark-submit
+command line, which is logged). Their TLS files (CA, client certificate and key, inline PEM from a connection
+included) are staged in a private directory of this task (0700, files 0600, removed when the task ends) and
+shipped with `spark-submit --files`, so that executors on other machines get them; spark-submit runs in that
+directory, where the driver finds them under the same relative names as the executors
+(`mirror_engine.security.job_files`).
 A validation of a copy of at most `validation.in_process_max_records` records runs in the task itself,
 without Spark (`validate.py --in-process`): a Spark application's start would take most of the stage.
 """
@@ -55,9 +56,12 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
             raise AirflowSkipException("the plan names no backfill topics")
         if self.stage == "validate" and self._validate_in_process(hook):
             return
-        from spark_jobs.session import kafka_connector_jars
+        from spark_jobs.packages import job_packages
 
-        self.jars = ",".join(kafka_connector_jars())
+        # Spark resolves the connector itself (--packages), into the project's Ivy cache.
+        packages = job_packages()
+        self.packages, self.exclude_packages = ",".join(packages.packages), ",".join(packages.excludes)
+        self.conf = {**(self.conf or {}), "spark.jars.ivy": packages.conf()["spark.jars.ivy"]}
         job_dir = tempfile.mkdtemp(prefix="mirror-engine-job-")  # mode 0700
         try:
             env, files = hook.job_env(Path(job_dir))

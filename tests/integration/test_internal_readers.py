@@ -1,0 +1,202 @@
+"""Every reader of a flow's small internal topics sees what an exactly-once engine committed and nothing it aborted,
+and loses nothing: records written plainly (at-least-once), in committed transactions, and after an aborted
+one, on the first read and on the reads that follow (progress, offset-syncs, control, status, reports,
+checkpoints, heartbeats and the latency probe's replica). Also where the target's client settings ask for
+`isolation.level: read_uncommitted` (a plan's `client:` section may; librdkafka's default is read_committed)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from mirror_engine.flow import (
+    ControlChannel,
+    FlowMapping,
+    InternalTopics,
+    PartitionProgress,
+    ensure_internal_topics,
+    load_progress,
+)
+from mirror_engine.kafka import admin_client
+from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
+from mirror_engine.observe import (
+    FlowView,
+    ReportStore,
+    WorkerStatusFeed,
+    last_heartbeat,
+    measure_latency,
+    read_worker_statuses,
+)
+from mirror_engine.plan import MigrationPlan, plan_from_dict
+from tests.integration.plans import cluster_section, create_topics, plan_dict
+from tests.integration.test_malformed_internal_records import _status
+
+pytestmark = [pytest.mark.integration]
+
+Record = tuple[str, bytes | None, bytes | None]  # (topic, key, value)
+
+
+def _plan(source, target, prefix: str, name: str, **sections) -> MigrationPlan:
+    """A plan with aliases of its own: the heartbeats topics are shared by every flow on the clusters."""
+    data = plan_dict(source, target, prefix, name=name, **sections)
+    data["source"] = cluster_section(f"s{name}", source)
+    data["target"] = cluster_section(f"t{name}", target)
+    return plan_from_dict(data)
+
+
+def _plain(config: dict, records: list[Record]) -> None:
+    """Written as an at-least-once engine writes: idempotent, outside any transaction."""
+    producer = Producer({**config, "enable.idempotence": True, "acks": "all"})
+    for topic, key, value in records:
+        producer.produce(topic, value, key, 0)
+    assert producer.flush(30) == 0
+
+
+def _transaction(producer: Producer, records: list[Record], commit: bool) -> None:
+    producer.begin_transaction()
+    for topic, key, value in records:
+        producer.produce(topic, value, key, 0)
+    producer.flush(30)
+    if commit:
+        producer.commit_transaction(30)
+    else:
+        producer.abort_transaction(30)
+
+
+class _Records:
+    """One record of each internal topic per name: a progress, its offset-sync, a control record, a worker's status,
+    a report, a checkpoint and a heartbeat."""
+
+    def __init__(self, plan, topics: InternalTopics, position: int) -> None:
+        self.plan, self.topics, self.position = plan, topics, position
+
+    def __call__(self, name: str, partition: int, flow_state: str = "paused") -> list[Record]:
+        topics, alias = self.topics, self.plan.source.alias
+        progress = PartitionProgress("orders", partition, self.position, self.position)
+        sync = OffsetSync("orders", partition, 0, 0)
+        checkpoint = Checkpoint(f"group-{name}", "orders", partition, self.position, self.position, "")
+        beat = Heartbeat(alias, self.plan.target.alias, self.position)
+        return [
+            (topics.offset_syncs, sync.record_key(), sync.record_value()),
+            (topics.progress, progress.key(alias), progress.value()),
+            (topics.control, b"flow", f'{{"state": "{flow_state}"}}'.encode()),
+            (topics.control, f"topic:{name}".encode(), b'{"state": "switched"}'),
+            (topics.status, name.encode(), _status(name)),
+            (topics.reports, f"validation:{name}".encode(),
+             f'{{"kind": "validation", "name": "{name}", "stored_ms": 1, "report": {{"clean": true}}}}'.encode()),
+            (topics.checkpoints, checkpoint.record_key(), checkpoint.record_value()),
+            (self.plan.policy().heartbeats_topic(), beat.record_key(), beat.record_value()),
+        ]
+
+
+def test_every_internal_topic_reader_sees_committed_records_only_and_loses_none(kafka_pair, unique_name):
+    source, target = kafka_pair
+    writer = target.client_config()
+    config = {**writer, "isolation.level": "read_uncommitted"}  # what the readers are given
+    suffix = uuid.uuid4().hex[:8]
+    plan = _plan(source, target, unique_name, f"readers{suffix}")
+    topics = InternalTopics.for_plan(plan)
+    ensure_internal_topics(admin_client(writer), topics)
+    committed, aborted = _Records(plan, topics, 10), _Records(plan, topics, 999)
+    producer = Producer({**writer, "transactional.id": f"readers-{suffix}", "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+
+    # The first read: a plain record, an aborted transaction, a committed one.
+    _plain(writer, committed("a", 0))
+    _transaction(producer, aborted("x", 0, flow_state="stopped"), commit=False)
+    _transaction(producer, committed("b", 1), commit=True)
+    # Followed by readers kept open, as sensors, engines and the cockpit keep them.
+    mapping = FlowMapping(plan, config).refresh()
+    control = ControlChannel(plan, config)
+    control.load()
+    feed = WorkerStatusFeed(plan, config)
+    reports = ReportStore(plan, config)
+    view = FlowView(plan, source.client_config(), config)
+    try:
+        assert load_progress(config, topics.progress) == {(topic, p): PartitionProgress(topic, p, 10, 10)
+                                                          for topic, p in (("orders", 0), ("orders", 1))}
+        assert (mapping.copied_position("orders", 0), mapping.copied_position("orders", 1)) == (10, 10)
+        assert control.flow_state == "paused" and control.switched_topics == {"a", "b"}
+        assert [s["worker"] for s in read_worker_statuses(plan, config)] == ["a", "b"]
+        assert [s["worker"] for s in feed.poll()] == ["a", "b"]
+        assert sorted(reports.read("validation")) == ["validation:a", "validation:b"]
+        assert [c["group"] for c in view.checkpoints()] == ["group-a", "group-b"]
+        beat = last_heartbeat(config, plan)
+        assert beat is not None and beat.timestamp_ms == 10
+
+        # What comes next: an aborted transaction, then a committed one after it.
+        _transaction(producer, aborted("y", 2, flow_state="stopped"), commit=False)
+        _transaction(producer, committed("c", 3), commit=True)
+        assert mapping.refresh() is mapping
+        assert [mapping.copied_position("orders", p) for p in range(4)] == [10, 10, None, 10]
+        deadline = time.monotonic() + 15
+        while "c" not in control.switched_topics and time.monotonic() < deadline:
+            control.poll()
+            time.sleep(0.1)
+        assert control.switched_topics == {"a", "b", "c"} and control.flow_state == "paused"
+        assert [s["worker"] for s in feed.poll()] == ["a", "b", "c"]
+        assert sorted(reports.read("validation")) == ["validation:a", "validation:b", "validation:c"]
+        assert [c["group"] for c in view.checkpoints()] == ["group-a", "group-b", "group-c"]
+        assert load_progress(config, topics.progress)[("orders", 3)].position == 10
+        assert ("orders", 2) not in load_progress(config, topics.progress)
+    finally:
+        for reader in (mapping, control, feed, reports, view):
+            reader.close()
+        producer.flush(10)
+
+
+def test_the_latency_probe_sees_the_heartbeat_when_its_copy_is_committed(kafka_pair, unique_name):
+    """An exactly-once engine's copy of the probe's heartbeat counts once committed: here the copy is first
+    written in a transaction that is aborted, and committed again only `held_s` later."""
+    source, target = kafka_pair
+    suffix = uuid.uuid4().hex[:8]
+    plan = _plan(source, target, unique_name, f"latency{suffix}", engine={"replicate_heartbeats": True})
+    policy = plan.policy()
+    source_topic = policy.heartbeats_topic()
+    replica = policy.format_remote_topic(plan.source.alias, source_topic)
+    existing = admin_client(source.client_config()).list_topics(timeout=15).topics
+    if source_topic not in existing:
+        create_topics(source, [NewTopic(source_topic, 1, 1)])
+    create_topics(target, [NewTopic(replica, 1, 1)])
+    held_s = 5.0  # far longer than a first fetch takes, even on a loaded machine
+    stop = threading.Event()
+    copied: list[int] = []
+
+    def copy_like_an_exactly_once_engine() -> None:
+        consumer = Consumer({**source.client_config(), "group.id": f"copier-{suffix}", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(source_topic, 0, OFFSET_END)])
+        producer = Producer({**target.client_config(), "transactional.id": f"copier-{suffix}"})
+        producer.init_transactions(30)
+        try:
+            while not stop.is_set():
+                for message in consumer.consume(10, timeout=0.1):
+                    if message.error() is not None:
+                        continue
+                    beat = Heartbeat.from_record(message.key(), message.value())
+                    if beat.source_alias != plan.target.alias:  # not the probe's of this flow
+                        continue
+                    record = [(replica, message.key(), message.value())]
+                    _transaction(producer, record, commit=False)
+                    time.sleep(held_s)
+                    _transaction(producer, record, commit=True)
+                    copied.append(beat.timestamp_ms)
+        finally:
+            consumer.close()
+
+    copier = threading.Thread(target=copy_like_an_exactly_once_engine)
+    copier.start()
+    try:
+        time.sleep(2)  # the copier's consumer is at the end before the probe writes
+        latency = measure_latency(plan, source.client_config(),
+                                  {**target.client_config(), "isolation.level": "read_uncommitted"}, timeout_s=60)
+    finally:
+        stop.set()
+        copier.join(60)
+    assert copied, "the copier saw no heartbeat"
+    assert latency.replica_topic == replica
+    assert latency.latency_ms >= held_s * 1000, f"the probe counted an aborted copy: {latency.latency_ms:.0f} ms"
