@@ -135,7 +135,11 @@ class PartitionAssigner:
             if self.paused and assignment:
                 consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
-        self.delivery.store_start(new)
+        # Only where nothing is stored yet: a partition with stored progress is the flow's already, and waiting for
+        # the target to acknowledge its start again would delay every restart's first record.
+        fresh = [key for key in new if key not in self.stored]
+        if fresh:
+            self.delivery.store_start(fresh)
 
     def _fresh_starts(self, fresh: list[TopicPartitionKey], earliest: dict[TopicPartitionKey, int],
                       latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
