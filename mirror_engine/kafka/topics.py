@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import string
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
 
 from mirror_engine.plan import compile_any
@@ -191,25 +190,6 @@ def list_offsets(
                 admin.list_topics(next(iter(topics)), timeout=timeout_s)  # refreshes the client's metadata of it
             else:
                 admin.list_topics(timeout=timeout_s)  # of every topic in one request, not one request per topic
-
-
-def existing_topics(admin: AdminClient, names: Iterable[str], timeout_s: float = 15.0) -> set[str]:
-    """Those of `names` the cluster has (and this principal may describe), asked of these topics alone: the
-    metadata of every topic of a large cluster costs its tens of thousands of partitions at each call. A
-    described topic is never created (a metadata request of a producer-like client may be)."""
-    wanted = sorted(set(names))
-    if not wanted:
-        return set()
-    present = set()
-    for name, future in admin.describe_topics(TopicCollection(wanted), request_timeout=timeout_s).items():
-        try:
-            future.result()
-        except KafkaException as error:
-            if error.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED):
-                raise
-            continue
-        present.add(name)
-    return present
 
 
 def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
