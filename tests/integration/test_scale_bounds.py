@@ -97,5 +97,7 @@ def test_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka
     # the log a line per partition that moved (600 lines at the first interval).
     assert max(large_status) <= 64 * 1024
     assert max(large_status) < 1.5 * max(small_status), (max(small_status), max(large_status))
-    assert max(large_log) <= max(small_log) + 1, (small_log, large_log)
-    assert max(large_log) <= 8, large_log  # a summary, the five partitions most behind, "and N more"
+    # A summary, the partitions most behind, "and N more": the same few lines at any partition count (whether
+    # a log interval fell while the copy was behind depends on the timing, so each is held to the bound).
+    bound = 7  # the summary, five partitions, "and N more"
+    assert max(small_log) <= bound and max(large_log) <= bound, (small_log, large_log)
