@@ -17,11 +17,17 @@ Each figure is printed per shape, with the goal at 10,000 partitions, 1,000 topi
 Not measured here yet: two workers sharing the flow (one joining, one leaving), the cockpit's pages, and
 MirrorMaker 2 on the same shape.
 
+`--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
+each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
+their figures are comparable as ratios on a shared, busy machine. `--trace` runs `run` through
+`startup_trace.py` and prints each start-up step.
+
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says so when that is below what the shape needs.
 
     .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000   # 2,000 and 10,000 partitions
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
+    .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
 """
 
 from __future__ import annotations
@@ -45,7 +51,6 @@ from harness import cluster_section, print_table, stop_clusters
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import memory_bytes
-from mirror_engine.cutover import Checkpointer
 from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import list_offsets, wait_until_served
 from mirror_engine.plan import plan_from_dict
@@ -90,10 +95,12 @@ class Figures:
     log_lines_per_minute: float | None = None
 
 
-def raise_file_limit(shape: Shape) -> None:
+def raise_file_limit(shape: Shape, copies: int = 1) -> None:
+    """`copies`: target topic sets of the shape (one per version measured, and the raw produce's)."""
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    needed = 2 * shape.total_partitions + 5_000  # a log and a time index open per partition, and sockets
+    # A log and a time index open per partition, and sockets; the target holds the most.
+    needed = 2 * (copies + 1) * shape.total_partitions + 5_000
     if hard < needed:
         log.warning("open-file limit %d (hard) is below the %d this shape may need per broker: raise it "
                     "(ulimit -Hn, /etc/security/limits.conf) if a broker fails to open its logs", hard, needed)
@@ -169,10 +176,11 @@ def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
     return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
 
 
-def timed(command: list[str], log_file: Path) -> float | None:
+def timed(command: list[str], log_file: Path, env: dict[str, str] | None = None) -> float | None:
     started = time.monotonic()
     with log_file.open("w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=1800)
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=1800, env=env,
+                              cwd=log_file.parent)
     if done.returncode != 0:
         log.warning("%s exited with %d:\n%s", " ".join(command[3:5]), done.returncode,
                     log_file.read_text(errors="replace")[-2000:])
@@ -206,8 +214,8 @@ def status_sizes(target: KafkaCluster, topic: str, since_ms: int) -> tuple[int, 
     return largest, total, (last - first) if first is not None and last is not None else 0
 
 
-def dag_parse_seconds(plan_file: Path, workdir: Path) -> float | None:
-    plans = workdir / "plans"
+def dag_parse_seconds(plan_file: Path, workdir: Path, env: dict[str, str]) -> float | None:
+    plans = workdir / f"plans-{plan_file.stem}"
     plans.mkdir(exist_ok=True)
     (plans / plan_file.name).write_text(plan_file.read_text())
     # Airflow puts the plugins folder on sys.path in its own processes: so does this one.
@@ -215,17 +223,39 @@ def dag_parse_seconds(plan_file: Path, workdir: Path) -> float | None:
             "from airflow.models.dagbag import DagBag; "
             f"bag = DagBag(dag_folder={str(ROOT / 'dags' / 'migrations.py')!r}); "
             "assert not bag.import_errors, bag.import_errors; print(time.monotonic() - t)")
-    env = {**os.environ, "KAFKA_MIGRATION_PLANS": str(plans), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    env = {**env, "KAFKA_MIGRATION_PLANS": str(plans), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=workdir)
     if done.returncode != 0:
         log.warning("DAG parse failed: %s", done.stderr[-2000:])
         return None
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: Path, per_partition: int,
-            steady_s: float) -> Figures:
-    figures = Figures()
+def _log_lines(path: Path) -> int:
+    return sum(1 for line in path.read_text(errors="replace").splitlines() if not line.startswith("TRACE "))
+
+
+@dataclass
+class Code:
+    """A version of the engine to measure: `label`, and the folder holding its `mirror_engine` (None: this one)."""
+
+    label: str
+    path: Path | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Code:
+        label, _, path = text.partition("=")
+        return cls(label, Path(path).resolve() if path else None)
+
+    def env(self) -> dict[str, str]:
+        """The environment of its processes (which run in the work folder: the current one would come first)."""
+        first = [str(self.path or ROOT), str(ROOT)]
+        return {**os.environ, "PYTHONPATH": os.pathsep.join([*first, os.environ.get("PYTHONPATH", "")])}
+
+
+def build_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, per_partition: int) -> float:
+    """The shape's topics, records and groups on the source; the raw produce rate into as many target partitions."""
     prefix = f"s{shape.total_partitions}"
     names = [f"{prefix}.t{i:05d}" for i in range(shape.topics)]
     raw_names = [f"raw{shape.total_partitions}.t{i:05d}" for i in range(shape.topics)]
@@ -234,26 +264,43 @@ def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: P
     create_topics(target, raw_names, shape.partitions)
     log.info("%s: writing %d records per partition", shape, per_partition)
     produce_records(source, names, shape.partitions, per_partition)
-    figures.raw_rate = shape.total_partitions * per_partition / produce_records(target, raw_names, shape.partitions,
-                                                                                 per_partition)
+    raw_rate = shape.total_partitions * per_partition / produce_records(target, raw_names, shape.partitions,
+                                                                       per_partition)
     commit_groups(source, prefix, names, shape, per_partition)
+    return raw_rate
 
-    data = {"name": prefix, "source": cluster_section("src", source), "target": cluster_section("tgt", target),
+
+def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster, workdir: Path,
+            per_partition: int, steady_s: float, trace: bool = False) -> Figures:
+    """Every figure of one version of the engine on a shape built by `build_shape`. Each version copies into
+    target topics of its own: the plan's source alias is the version's label, under the default policy
+    (`<label>.<topic>`)."""
+    figures = Figures()
+    prefix = f"s{shape.total_partitions}"
+    source_names = [f"{prefix}.t{i:05d}" for i in range(shape.topics)]
+    names = [f"{code.label}.{name}" for name in source_names]  # on the target
+    data = {"name": f"{prefix}-{code.label}", "source": cluster_section(code.label, source),
+            "target": cluster_section("tgt", target), "replication_policy": {"type": "default"},
             "topics": {"include": [rf"{prefix}\..*"]}, "groups": {"include": [f"{prefix}-g.*"]},
             "engine": {"run_checkpoints": True}}
+    prefix = f"{prefix}-{code.label}"  # of the files
     plan_file = workdir / f"{prefix}.yaml"
     plan_file.write_text(yaml.safe_dump(data))
     plan = plan_from_dict(data)
     for step, extra in (("plan", []), ("prepare --dry-run", ["--dry-run"]), ("prepare", [])):
         command = [*ENGINE, step.split()[0], "--plan", str(plan_file), *extra]
-        figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log")
+        figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log", code.env())
 
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())
     engine_log = workdir / f"{prefix}-run.log"
     launched_ms = int(time.time() * 1000)
+    # Traced: each start-up step stamped (bench/startup_trace.py); its lines are left out of the log's rate.
+    command = ([sys.executable, str(ROOT / "bench" / "startup_trace.py")] if trace else ENGINE)
+    env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
     with engine_log.open("w") as out:
-        engine = subprocess.Popen([*ENGINE, "run", "--plan", str(plan_file)], stdout=out, stderr=subprocess.STDOUT)
+        engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out, stderr=subprocess.STDOUT,
+                                  env=env, cwd=workdir)
     started = time.monotonic()
     try:
         first = caught_up = None
@@ -268,9 +315,9 @@ def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: P
         figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
         if caught_up is not None and first is not None and caught_up > first:
             figures.rate = total / (caught_up - first)  # from the first record: start-up is its own figure
-        lines_before = len(engine_log.read_text(errors="replace").splitlines())
+        lines_before = _log_lines(engine_log)
         time.sleep(steady_s)
-        lines = len(engine_log.read_text(errors="replace").splitlines()) - lines_before
+        lines = _log_lines(engine_log) - lines_before
         figures.log_lines_per_minute = lines * 60 / steady_s
         # Every status record since the launch: the start-up's included, when the most partitions change.
         largest, written, span_ms = status_sizes(target, InternalTopics.for_plan(plan).status, launched_ms)
@@ -279,17 +326,10 @@ def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: P
         figures.status_kib_per_interval = written / 1024 / intervals
         figures.peak_rss_mib = memory_bytes(engine.pid, "VmHWM") / 2**20
 
-        began = time.monotonic()
-        checkpointer = Checkpointer(plan, source.client_config(), target.client_config())
-        try:
-            results = checkpointer.run_once(write=False)
-            figures.seconds["checkpoint round (read-only)"] = time.monotonic() - began
-            log.info("checkpoint round: %d groups", len(results))
-        finally:
-            checkpointer.close()
+        figures.seconds["checkpoint round (read-only)"] = checkpoint_round_seconds(plan_file, code.env())
         figures.seconds["switch-group (one group)"] = timed(
-            [*ENGINE, "switch-group", "--plan", str(plan_file), "--group", f"{prefix}-g0"],
-            workdir / f"{prefix}-switch.log")
+            [*ENGINE, "switch-group", "--plan", str(plan_file), "--group", f"s{shape.total_partitions}-g0"],
+            workdir / f"{prefix}-switch.log", code.env())
     finally:
         engine.terminate()
         try:
@@ -297,8 +337,31 @@ def measure(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir: P
         except subprocess.TimeoutExpired:
             engine.kill()
     log.info("engine stopped, %d ms after launch", int(time.time() * 1000) - launched_ms)
-    figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir)
+    if trace:
+        print(f"start-up of `run` at {shape} (ms since launch, ms the step took):")
+        print("\n".join(line for line in engine_log.read_text(errors="replace").splitlines()
+                        if line.startswith("TRACE ")))
+    figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir, code.env())
     return figures
+
+
+def checkpoint_round_seconds(plan_file: Path, env: dict[str, str]) -> float | None:
+    """A read-only checkpoint round of every group (`Checkpointer.run_once(write=False)`, its clients' start
+    included), in a process running the version's code."""
+    code = ("import sys, time, yaml; from mirror_engine.cutover import Checkpointer; "
+            "from mirror_engine.plan import plan_from_dict; "
+            f"plan = plan_from_dict(yaml.safe_load(open({str(plan_file)!r}))); "
+            "source, target = plan.client_configs(); t = time.monotonic(); "
+            "checkpointer = Checkpointer(plan, source, target); results = checkpointer.run_once(write=False); "
+            "print(len(results), time.monotonic() - t); checkpointer.close()")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=plan_file.parent)
+    if done.returncode != 0:
+        log.warning("checkpoint round failed: %s", done.stderr[-2000:])
+        return None
+    groups, seconds = done.stdout.strip().splitlines()[-1].split()
+    log.info("checkpoint round: %s groups", groups)
+    return float(seconds)
 
 
 GOALS = {
@@ -308,8 +371,9 @@ GOALS = {
 }
 
 
-def report(shapes: list[Shape], results: list[Figures]) -> None:
-    header = ["figure", *(f"{s.total_partitions:,} p / {s.groups:,} g" for s in shapes), "goal at 10,000 p"]
+def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
+    header = ["figure", *(f"{s.total_partitions:,} p / {s.groups:,} g" + (f" {c.label}" if len({c.label for _, c in
+              columns}) > 1 else "") for s, c in columns), "goal at 10,000 p"]
 
     def cell(value: float | None, digits: int = 1) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
@@ -333,18 +397,32 @@ def main() -> None:
                         help="TOPICSxPARTITIONSxGROUPS (repeatable; default 1000x10x1000)")
     parser.add_argument("--records", type=int, default=100, help="records per partition (100 B each)")
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of steady state after the copy")
+    parser.add_argument("--trace", action="store_true",
+                        help="run the engine through startup_trace.py and print its start-up steps")
+    parser.add_argument("--code", action="append", type=Code.parse, metavar="LABEL[=DIR]",
+                        help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
+                             "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
+                             "is measured with each, in turn, on the same clusters (default: this checkout)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
-    raise_file_limit(shapes[-1])
+    codes = args.code or [Code("engine")]
+    raise_file_limit(shapes[-1], len(codes))
+    columns, results = [], []
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         workdir = Path(tmp)
         source, target = start_pair(workdir / "clusters")
         try:
-            results = [measure(shape, source, target, workdir, args.records, args.steady) for shape in shapes]
+            for shape in shapes:
+                raw_rate = build_shape(shape, source, target, args.records)
+                for code in codes:
+                    figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
+                    figures.raw_rate = raw_rate
+                    columns.append((shape, code))
+                    results.append(figures)
         finally:
             stop_clusters([source, target])
-    report(shapes, results)
+    report(columns, results)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ LAUNCHED_AT = float(os.environ.get("STARTUP_TRACE_LAUNCHED_AT") or time.time())
 STEPS = [
     ("mirror_engine.cli", "load_plan_argument", "load the plan"),
     ("mirror_engine.cli", "describe_plan_clusters", "describe both clusters (CLI)"),
+    ("mirror_engine.cutover.checkpoints", "Checkpointer.__init__", "  checkpointer built"),
+    ("mirror_engine.cutover.checkpoint_loop", "CheckpointLease.__init__", "  checkpoint lease joined"),
+    ("mirror_engine.replication.beside_the_copy", "BesideTheCopy.__init__", "what runs beside the copy built"),
     ("mirror_engine.replication.clients", "describe_cluster", "  describe one cluster (engine)"),
     ("mirror_engine.replication.clients", "ensure_internal_topics", "  internal topics check"),
     ("mirror_engine.replication.clients", "topic_limits", "  internal topics' limits"),

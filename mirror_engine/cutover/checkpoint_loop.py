@@ -30,7 +30,7 @@ import time
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror_engine.cutover.checkpoints import Checkpointer, GroupSyncResult
+from mirror_engine.cutover.checkpoints import Checkpointer, GroupSyncResult, log_round
 from mirror_engine.flow import InternalTopics, checkpoint_lease_group
 from mirror_engine.kafka import admin_client
 from mirror_engine.plan import MigrationPlan
@@ -144,6 +144,7 @@ class CheckpointLoop:
         self.scheduler = Scheduler(self._tasks(), name=f"checkpoints-{plan.name}")
         self.last_results: list[GroupSyncResult] = []
         self._groups: list[str] | None = None  # the groups listed last (None: list them at the next round)
+        self._outcomes: dict[str, tuple[str, int]] = {}  # each group's outcome at the last round, for the log
 
     # ------------------------------------------------------------------ tasks
     def _tasks(self) -> list[PeriodicTask]:
@@ -190,12 +191,7 @@ class CheckpointLoop:
         results = self.checkpointer.run_once(sync, emit_checkpoints=emit, groups=self._round_groups(),
                                              keep_going=self.lease.poll)
         self.last_results = results
-        for result in results:
-            if result.committed or result.skipped or result.pending:
-                log.info("group %s: %d checkpoint(s), %d offset(s) committed on the target%s%s", result.group,
-                         result.checkpoints, len(result.committed),
-                         f", {result.pending} partition(s) not copied yet" if result.pending else "",
-                         f", not synced: {result.skipped}" if result.skipped else "")
+        self._outcomes = log_round(results, self._outcomes)
         return results
 
     # ------------------------------------------------------------------ running

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from confluent_kafka import Producer
 
 from mirror_engine.flow import FlowMapping, InternalTopics, ensure_internal_topics
-from mirror_engine.kafka import GroupError, admin_client, commit_offsets, committed_offsets, describe_group, plan_groups
+from mirror_engine.kafka import (
+    GroupError,
+    admin_client,
+    commit_offsets_of,
+    committed_offsets_of,
+    describe_groups,
+    plan_groups,
+)
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.plan import MigrationPlan
 
@@ -56,6 +63,9 @@ def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
     return result
 
 
+LOG_GROUPS = 10  # groups named in a round's log lines: those whose outcome changed since the last round
+
+
 @dataclass
 class GroupSyncResult:
     group: str
@@ -64,6 +74,29 @@ class GroupSyncResult:
     skipped: str = ""  # why nothing was committed on the target, if nothing was
     kept_ahead: list[str] = field(default_factory=list)  # partitions where the target group was already further
     pending: int = 0  # partitions whose committed offset is not copied yet
+
+    def outcome(self) -> tuple[str, int]:
+        """What a log reader needs to see again only when it changes (commits are news every time)."""
+        return self.skipped, self.pending
+
+
+def log_round(results: list[GroupSyncResult], previous: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """A round in the log: one summary line, then the groups that committed or whose outcome changed since
+    `previous` (at most LOG_GROUPS of them): a few lines a round whatever the number of groups. Returns the
+    outcomes to pass as `previous` next round."""
+    news = [r for r in results if r.committed or ((r.skipped or r.pending) and previous.get(r.group) != r.outcome())]
+    log.info("checkpoint round: %d group(s), %d checkpoint(s), %d group(s) with offsets committed on the target, "
+             "%d waiting for records not copied yet, %d not synced", len(results), sum(r.checkpoints for r in results),
+             sum(1 for r in results if r.committed), sum(1 for r in results if r.pending),
+             sum(1 for r in results if r.skipped))
+    for result in news[:LOG_GROUPS]:
+        log.info("  group %s: %d checkpoint(s), %d offset(s) committed on the target%s%s", result.group,
+                 result.checkpoints, len(result.committed),
+                 f", {result.pending} partition(s) not copied yet" if result.pending else "",
+                 f", not synced: {result.skipped}" if result.skipped else "")
+    if len(news) > LOG_GROUPS:
+        log.info("  ... and %d more group(s) committed or changed", len(news) - LOG_GROUPS)
+    return {r.group: r.outcome() for r in results}
 
 
 class Checkpointer:
@@ -95,52 +128,90 @@ class Checkpointer:
         (default: listed now) are the groups to translate; the round ends early once `keep_going()` is false.
         With `write` false nothing is written: each result says what the round would have done (`skipped` names
         the partitions of a group not yet at their translation on the target), for a reader while another
-        process writes (`checkpoint_loop`)."""
+        process writes (`checkpoint_loop`).
+
+        Batched: the groups are described in one request per cluster and their offsets asked and committed
+        together, so a round of a thousand groups costs a few round trips, not four per group in sequence."""
         sync = self.plan.cutover.sync_group_offsets if sync_offsets is None else sync_offsets
+        emit = emit_checkpoints and write
         self.mapping.refresh()
-        results = []
-        for group in self.groups() if groups is None else groups:
-            if keep_going is not None and not keep_going():
-                break
-            try:
-                results.append(self._checkpoint_group(group, sync, emit_checkpoints and write, write))
-            except GroupError as error:  # one group's trouble must not stop the others
-                log.error("%s", error)
-                results.append(GroupSyncResult(group, skipped=str(error)))
+        names = self.groups() if groups is None else groups
+        results: dict[str, GroupSyncResult] = {}
+        to_sync: dict[str, GroupTranslation] = {}
+        for group, offsets in self._source_offsets(names).items():
+            if isinstance(offsets, GroupError):  # one group's trouble must not stop the others
+                log.error("%s", offsets)
+                results[group] = GroupSyncResult(group, skipped=str(offsets))
+                continue
+            translation = translate_group(self.plan, self.mapping, group, offsets)
+            result = results[group] = GroupSyncResult(group, pending=len(translation.pending))
+            for (topic, partition), downstream in translation.translated.items() if emit else ():
+                checkpoint = Checkpoint(group, topic, partition, translation.upstream[(topic, partition)], downstream)
+                self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0)
+                result.checkpoints += 1
+            self.producer.poll(0)
+            if sync and translation.translated:
+                to_sync[group] = translation
+            else:
+                result.skipped = "" if sync else "group offset sync is off"
+        if to_sync and (keep_going is None or keep_going()):
+            self._sync_offsets(to_sync, results, write, keep_going)
         if self.producer.flush(30):
             raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
-        return results
+        return [results[group] for group in names if group in results]
 
-    def _checkpoint_group(self, group: str, sync: bool, emit: bool = True, write: bool = True) -> GroupSyncResult:
-        translation = translate_group(self.plan, self.mapping, group, committed_offsets(self.source_admin, group))
-        result = GroupSyncResult(group, pending=len(translation.pending))
-        for (topic, partition), downstream in translation.translated.items() if emit else ():
-            checkpoint = Checkpoint(group, topic, partition, translation.upstream[(topic, partition)], downstream)
-            self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0)
-            result.checkpoints += 1
-        self.producer.poll(0)
-        if not sync or not translation.translated:
-            result.skipped = "" if sync else "group offset sync is off"
-            return result
-        state = describe_group(self.target_admin, group)
-        if state.active:
-            # As MM2: never move offsets under consumers that are running on the target.
-            result.skipped = f"the group has {state.members} active member(s) on the target"
-            return result
-        current = committed_offsets(self.target_admin, group)
-        wanted = {}
-        for key, offset in translation.translated.items():
-            if current.get(key, -1) > offset:
-                result.kept_ahead.append(f"{key[0]}[{key[1]}]")  # never backwards: it consumed on the target
-            elif current.get(key) != offset:
-                wanted[key] = offset
-        if not write:
-            result.skipped = (f"{len(wanted)} partition(s) not at their translation on the target yet"
-                              if wanted else "")
-            return result
-        commit_offsets(self.target_admin, group, wanted)
-        result.committed = wanted
-        return result
+    def _source_offsets(self, groups: list[str]) -> dict[str, dict[TopicPartitionKey, int] | GroupError]:
+        """Each group's committed source offsets, asked only of groups whose description answered (librdkafka
+        2.16 crashes on an offset fetch answered by a coordinator that is loading, see `committed_offsets`)."""
+        states = describe_groups(self.source_admin, groups)
+        described = [group for group in groups if not isinstance(states[group], GroupError)]
+        offsets = committed_offsets_of(self.source_admin, described)
+        answers: dict[str, dict[TopicPartitionKey, int] | GroupError] = {}
+        for group in groups:
+            state = states[group]
+            answers[group] = state if isinstance(state, GroupError) else offsets[group]
+        return answers
+
+    def _sync_offsets(self, translations: dict[str, GroupTranslation], results: dict[str, GroupSyncResult],
+                      write: bool, keep_going: Callable[[], bool] | None) -> None:
+        """Commit the translations on the target for the groups without members there, never backwards."""
+        states = describe_groups(self.target_admin, list(translations))
+        idle = []
+        for group, state in states.items():
+            if isinstance(state, GroupError):
+                log.error("%s", state)
+                results[group].skipped = str(state)
+            elif state.active:
+                # As MM2: never move offsets under consumers that are running on the target.
+                results[group].skipped = f"the group has {state.members} active member(s) on the target"
+            else:
+                idle.append(group)
+        wanted_by_group: dict[str, dict[TopicPartitionKey, int]] = {}
+        for group, current in committed_offsets_of(self.target_admin, idle).items():
+            result = results[group]
+            if isinstance(current, GroupError):
+                log.error("%s", current)
+                result.skipped = str(current)
+                continue
+            wanted = {}
+            for key, offset in translations[group].translated.items():
+                if current.get(key, -1) > offset:
+                    result.kept_ahead.append(f"{key[0]}[{key[1]}]")  # never backwards: it consumed on the target
+                elif current.get(key) != offset:
+                    wanted[key] = offset
+            if not write:
+                result.skipped = (f"{len(wanted)} partition(s) not at their translation on the target yet"
+                                  if wanted else "")
+            elif wanted:
+                wanted_by_group[group] = wanted
+        if not wanted_by_group or (keep_going is not None and not keep_going()):
+            return
+        for group, outcome in commit_offsets_of(self.target_admin, wanted_by_group).items():
+            if isinstance(outcome, GroupError):
+                log.error("%s (a group with active members cannot be given offsets)", outcome)
+                results[group].skipped = str(outcome)
+            else:
+                results[group].committed = wanted_by_group[group]
 
     def stop(self) -> None:
         self._stop.set()
@@ -150,13 +221,9 @@ class Checkpointer:
         import time
 
         started = time.monotonic()
+        outcomes: dict[str, tuple[str, int]] = {}
         while not self._stop.is_set():
-            for result in self.run_once():
-                if result.committed or result.skipped or result.pending:
-                    log.info("group %s: %d checkpoint(s), %d offset(s) committed on the target%s%s", result.group,
-                             result.checkpoints, len(result.committed),
-                             f", {result.pending} partition(s) not copied yet" if result.pending else "",
-                             f", not synced: {result.skipped}" if result.skipped else "")
+            outcomes = log_round(self.run_once(), outcomes)
             if max_seconds is not None and time.monotonic() - started >= max_seconds:
                 return
             self._stop.wait(self.plan.cutover.checkpoint_interval_s)

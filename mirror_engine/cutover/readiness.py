@@ -25,7 +25,7 @@ from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, TopicReadyToSwitch
 from mirror_engine.kafka import admin_client, describe_group
-from mirror_engine.observe import flow_problems
+from mirror_engine.observe import assigned_partitions, flow_problems, partition_count
 from mirror_engine.plan import MigrationPlan
 
 TopicPartitionKey = tuple[str, int]
@@ -73,10 +73,18 @@ class EngineCopying(ReadinessCheck):
             return Readiness(False, "", failed="the flow's engines report partitions they cannot copy: "
                              + "; ".join(problems[:SHOWN]))
         planned = {key for key in watch.planned_partitions() if not self._held_for_backfill(key[0])}
-        copying = {(part["topic"], part["partition"]) for status in live if status["state"] == "running"
-                   for part in status["partitions"]}
         if not live:
             return Readiness(False, "waiting for an engine of the flow to publish its status (none live yet)")
+        running = [status for status in live if status["state"] == "running"]
+        assigned = [assigned_partitions(status) for status in running]
+        if any(partitions is None for partitions in assigned):
+            # A worker too large to list its assignment in a status record: its count stands for it.
+            count = sum(partition_count(status) for status in running)
+            if count < len(planned):
+                return Readiness(False, f"{len(live)} live engine(s) copy {count} of {len(planned)} partition(s)")
+            copying = planned
+        else:
+            copying = set().union(*[partitions for partitions in assigned if partitions is not None])
         paused = [status["worker"] for status in live if status["state"] != "running"]
         missing = sorted(planned - copying)
         if missing or paused:

@@ -84,8 +84,12 @@ def ensure_internal_topics(admin: AdminClient, topics: InternalTopics, replicati
             try:
                 future.result()
             except KafkaException as error:
-                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # another worker was faster
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
+                # Another worker was faster, or the broker has not shown it yet (it shows topics created after a
+                # burst of thousands of partitions only once it has created their logs).
+                log.info("internal topic %s exists on the target, not shown yet: waiting for it", name)
+                continue
             log.info("created internal topic %s on the target", name)
         wait_until_served(admin, [topic.topic for topic in missing])
     if topics.offset_syncs in existing:

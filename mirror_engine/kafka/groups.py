@@ -144,3 +144,100 @@ def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionK
     except KafkaException as error:
         raise GroupError(f"committing offsets for group {group!r} failed: {error.args[0].str()} (a group with "
                          "active members cannot be given offsets)") from None
+
+
+# ---------------------------------------------------------------------------- many groups at once
+IN_FLIGHT = 200  # group requests sent at once (the offset calls take one group each: they go out together)
+
+
+def describe_groups(admin: AdminClient, groups: list[str], timeout_s: float = 15.0
+                    ) -> dict[str, GroupState | GroupError]:
+    """Each group's state, described in one request per coordinator; a group that cannot be described gets its
+    GroupError (naming it) instead of stopping the others."""
+    states: dict[str, GroupState | GroupError] = {}
+    pending = list(groups)
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        retry = []
+        for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
+            try:
+                description = future.result()
+            except KafkaException as error:
+                if error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
+                    retry.append(group)
+                else:
+                    states[group] = GroupError(f"describing group {group!r} failed: {error.args[0].str()}")
+                continue
+            state = getattr(description.state, "name", str(description.state))
+            states[group] = GroupState(group, state, len(description.members))
+        pending = retry
+        if pending:
+            time.sleep(0.3)
+    return states
+
+
+def _offsets_of(group: str, result: ConsumerGroupTopicPartitions) -> dict[TopicPartitionKey, int]:
+    offsets = {}
+    for tp in result.topic_partitions or []:
+        if tp.error is not None:
+            raise GroupError(f"reading the offset of group {group!r} on {tp.topic}[{tp.partition}] failed: "
+                             f"{tp.error.str()}")
+        if tp.offset >= 0:
+            offsets[(tp.topic, tp.partition)] = tp.offset
+    return offsets
+
+
+def _many(groups: list[str], send: Callable[[str], object], settle: Callable[[str, object], T],
+          what: str, timeout_s: float) -> dict[str, T | GroupError]:
+    """`send` a request per group, IN_FLIGHT at a time, then `settle` each answer; the brief errors of a moving
+    coordinator are asked again, any other error becomes the group's GroupError."""
+    results: dict[str, T | GroupError] = {}
+    pending = list(groups)
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        retry = []
+        for start in range(0, len(pending), IN_FLIGHT):
+            sent = [(group, send(group)) for group in pending[start:start + IN_FLIGHT]]
+            for group, future in sent:
+                try:
+                    results[group] = settle(group, future)
+                except KafkaException as error:
+                    if error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
+                        retry.append(group)
+                    else:
+                        results[group] = GroupError(f"{what} of group {group!r} failed: {error.args[0].str()}")
+                except GroupError as error:
+                    results[group] = error
+        pending = retry
+        if pending:
+            time.sleep(0.3)
+    return results
+
+
+def committed_offsets_of(admin: AdminClient, groups: list[str], timeout_s: float = 15.0
+                         ) -> dict[str, dict[TopicPartitionKey, int] | GroupError]:
+    """`committed_offsets` of many groups, their requests sent together. Ask only for groups just described
+    (`describe_groups`): their coordinators answer (see `committed_offsets` for why that matters)."""
+    return _many(
+        groups,
+        lambda g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s)[g],
+        lambda g, future: _offsets_of(g, future.result()),  # type: ignore[attr-defined]
+        "reading the offsets", timeout_s)
+
+
+def commit_offsets_of(admin: AdminClient, offsets: dict[str, dict[TopicPartitionKey, int]],
+                      timeout_s: float = 30.0) -> dict[str, GroupError | None]:
+    """`commit_offsets` for many groups without members, their requests sent together."""
+
+    def send(group: str) -> object:
+        partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets[group].items())]
+        return admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
+                                                  request_timeout=timeout_s)[group]
+
+    def settle(group: str, future: object) -> None:
+        result = future.result()  # type: ignore[attr-defined]
+        refused = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]
+        if refused:
+            raise KafkaException(refused[0])
+
+    return _many([g for g in offsets if offsets[g]], send, settle, "committing offsets", timeout_s)

@@ -185,8 +185,11 @@ def list_offsets(
                 raise
             time.sleep(backoff)
             backoff = min(0.3, backoff * 2)
-            for topic in {tp.topic for tp in tps}:
-                admin.list_topics(topic, timeout=timeout_s)  # refreshes the client's metadata of the topic
+            topics = {tp.topic for tp in tps}
+            if len(topics) == 1:
+                admin.list_topics(next(iter(topics)), timeout=timeout_s)  # refreshes the client's metadata of it
+            else:
+                admin.list_topics(timeout=timeout_s)  # of every topic in one request, not one request per topic
 
 
 def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:

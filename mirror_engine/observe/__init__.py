@@ -7,9 +7,13 @@ from mirror_engine.observe.heartbeats import LatencyError, last_heartbeat, measu
 from mirror_engine.observe.http import StatusServer
 from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
 from mirror_engine.observe.status import (
+    STATUS_PARTITIONS,
     WorkerStatusFeed,
+    assigned_partitions,
+    bounded_status,
     flow_problems,
     is_live,
+    partition_count,
     prometheus_text,
     read_worker_statuses,
     render_flow_status,
@@ -19,17 +23,21 @@ from mirror_engine.observe.validation_page import render_validation_page, render
 
 __all__ = [
     "MAX_REPORT_BYTES",
+    "STATUS_PARTITIONS",
     "FlowView",
     "FlowWatch",
     "LatencyError",
     "ReportStore",
     "StatusServer",
     "WorkerStatusFeed",
+    "assigned_partitions",
     "bounded",
+    "bounded_status",
     "flow_problems",
     "is_live",
     "last_heartbeat",
     "measure_latency",
+    "partition_count",
     "prometheus_text",
     "read_worker_statuses",
     "render_flow_status",

@@ -14,7 +14,7 @@ from mirror_engine.kafka import Acl, InternalTopicReader, decoded, group_fence, 
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.observe.flow_watch import FlowWatch
 from mirror_engine.observe.reports import ReportStore
-from mirror_engine.observe.status import flow_problems, is_live
+from mirror_engine.observe.status import flow_problems, is_live, partition_count
 from mirror_engine.plan import MigrationPlan
 
 HISTORY_S = 3600  # the charts' window
@@ -86,7 +86,7 @@ class FlowView:
         snapshot = {
             "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
             "flow_state": flow_state, "switched_topics": switched,
-            "engines": [{"worker": s["worker"], "state": s["state"], "partitions": len(s["partitions"]),
+            "engines": [{"worker": s["worker"], "state": s["state"], "partitions": partition_count(s),
                          "records_per_s": s["records_per_s"], "updated_ms": s["updated_ms"]} for s in live],
             "engines_seen": len(statuses),
             "lag": total_lag,

@@ -44,6 +44,11 @@ def replication_lag(plan: MigrationPlan, source_config: dict[str, str],
 
 # ---------------------------------------------------------------------------- worker status
 STALE_AFTER_INTERVALS = 3  # a worker silent this many status intervals is reported as not running
+# A status record is bounded whatever the partition count: it lists in full only the partitions that matter most
+# (stopped first, then the most behind), with counts of all; its assignment rides along compactly while it fits.
+# The whole per-partition detail is the worker's HTTP status (on demand), and `mirror-engine status --json`.
+STATUS_PARTITIONS = 50
+ASSIGNED_BUDGET = 24 * 1024  # bytes of the compact assignment a record may hold (10,000 partitions: about 25 KiB)
 
 
 class _PartitionStatus(BaseModel):
@@ -68,7 +73,64 @@ class WorkerStatus(BaseModel):
     lag: int
     records_per_s: float
     last_error: str | None = None
-    partitions: list[_PartitionStatus]
+    partitions: list[_PartitionStatus]  # all of them, or the STATUS_PARTITIONS that matter most (see below)
+    partition_count: int | None = None  # partitions assigned (records before it listed every one)
+    partitions_complete: bool = True  # `partitions` lists every assigned partition
+    assigned: dict[str, str] | None = None  # topic -> its assigned partitions as ranges ("0-7,9"), if it fit
+
+
+def _worst_first(part: dict) -> tuple:
+    return (not part.get("failed"), -part["lag"], -(part.get("lag_ms") or 0), part["topic"], part["partition"])
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[0, 1, 2, 3, 7] -> "0-3,7"."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _parse_ranges(text: str) -> list[int]:
+    numbers: list[int] = []
+    for span in filter(None, text.split(",")):
+        first, _, last = span.partition("-")
+        numbers += range(int(first), int(last or first) + 1)
+    return numbers
+
+
+def bounded_status(snapshot: dict, shown: int = STATUS_PARTITIONS) -> dict:
+    """The status record of a worker's snapshot: at most `shown` partitions in full (stopped first, then the most
+    behind), counts of all, and the assignment as ranges per topic while it fits ASSIGNED_BUDGET; so a record
+    stays within tens of KiB at any partition count."""
+    parts = snapshot["partitions"]
+    if len(parts) <= shown:
+        return {**snapshot, "partition_count": len(parts), "partitions_complete": True, "assigned": None}
+    by_topic: dict[str, list[int]] = {}
+    for part in parts:
+        by_topic.setdefault(part["topic"], []).append(part["partition"])
+    assigned = {topic: _ranges(numbers) for topic, numbers in sorted(by_topic.items())}
+    fits = len(json.dumps(assigned)) <= ASSIGNED_BUDGET
+    return {**snapshot, "partitions": sorted(parts, key=_worst_first)[:shown], "partition_count": len(parts),
+            "partitions_complete": False, "assigned": assigned if fits else None}
+
+
+def partition_count(status: dict) -> int:
+    """How many partitions the worker copies (listed in full or not)."""
+    count = status.get("partition_count")
+    return len(status["partitions"]) if count is None else int(count)
+
+
+def assigned_partitions(status: dict) -> set[tuple[str, int]] | None:
+    """Every partition the worker copies; None when its record is too large a worker's to say (only the count)."""
+    if status.get("partitions_complete", True):
+        return {(part["topic"], part["partition"]) for part in status["partitions"]}
+    if status.get("assigned") is None:
+        return None
+    return {(topic, p) for topic, text in status["assigned"].items() for p in _parse_ranges(text)}
 
 
 def _decode(message: Message) -> dict | None:
@@ -165,7 +227,7 @@ def render_flow_status(statuses: list[dict], now_ms: int | None = None) -> str:
         state = status["state"] if live or status["state"] == "exited" else "silent"
         mode = ("eos " if status.get("exactly_once") else "alo ") + status["mode"]
         seen_s = (now_ms - status["updated_ms"]) / 1000
-        lines.append(f"{status['worker'][:28]:<28} {state:<8} {mode:<11} {len(status['partitions']):>5} "
+        lines.append(f"{status['worker'][:28]:<28} {state:<8} {mode:<11} {partition_count(status):>5} "
                      f"{status['records_per_s']:>10,.0f} {status['lag']:>10,} {seen_s:>5.0f}s"
                      f"  {status.get('http') or '-'}")
         if not live:
@@ -184,6 +246,11 @@ def render_flow_status(statuses: list[dict], now_ms: int | None = None) -> str:
         catch_up = "-" if not row["lag"] else (f"{row['lag'] / row['rate']:.0f}s" if row["rate"] > 0 else "never")
         lines.append(f"{topic[:40]:<40} {row['partitions']:>5} {int(row['lag']):>10,} {int(row['lag_ms']):>9,} "
                      f"{row['rate']:>10,.0f} {catch_up:>9} {int(row['failed']):>7}")
+    partial = [s for s in statuses if not s.get("partitions_complete", True) and is_live(s, now_ms)]
+    if partial:
+        lines += ["", f"(each of {len(partial)} worker(s) reports only its stopped and most-behind partitions, "
+                  f"{STATUS_PARTITIONS} of its {', '.join(f'{partition_count(s):,}' for s in partial)}: every "
+                  "partition's lag is in `mirror-engine status --json` (stored_lag) and the worker's HTTP status)"]
     problems = flow_problems(statuses)
     if problems:
         lines += ["", "problems:"] + [f"  {problem}" for problem in problems]
@@ -247,5 +314,5 @@ def prometheus_text(status: dict) -> str:
         lines.append(f"mirror_engine_flow_state{_labels(**flow, state=state)} {1 if status['state'] == state else 0}")
     lines += ["# HELP mirror_engine_assigned_partitions Partitions this worker copies.",
               "# TYPE mirror_engine_assigned_partitions gauge",
-              f"mirror_engine_assigned_partitions{_labels(**flow)} {len(status['partitions'])}"]
+              f"mirror_engine_assigned_partitions{_labels(**flow)} {partition_count(status)}"]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import TopicCollection, TopicPartition
+from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, load_progress
@@ -105,11 +105,13 @@ class PartitionAssigner:
         ids = _topic_ids(source_admin, topics)
         earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest())
         latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest())
+        # Longer than the default wait: the target may still be electing the leaders of topics it just created
+        # (thousands of partitions on a busy broker take more than the default 15 s).
         target_ends = list_offsets(
-            target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest()
+            target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest(), timeout_s=60
         )
         self.producer_knows(new)
-        starts = self._fresh_starts([key for key in new if key not in self.stored])
+        starts = self._fresh_starts([key for key in new if key not in self.stored], earliest, latest)
         gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
         reconciled = self._reconcile([key for key in new if not gaps[key]], target_ends)
         assignment, stopped = [], []
@@ -147,43 +149,38 @@ class PartitionAssigner:
             # the group's rebalance callback (`offered`): a call on the consumer inside its own callback breaks
             # the client's call state (it aborts), and a subscribed consumer knows its topics already.
             if offered is None:
-                for topic in topics:
-                    consumer.list_topics(topic, timeout=15)
+                _learn_leaders(consumer, topics)
             consumer.incremental_assign(assignment + stopped)
             if stopped:
                 consumer.pause(stopped)
             if self.paused and assignment:
                 consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
-        self.delivery.store_start(new)
+        # Only where nothing is stored yet: a partition with stored progress is the flow's already, and waiting for
+        # the target to acknowledge its start again would delay every restart's first record.
+        fresh = [key for key in new if key not in self.stored]
+        if fresh:
+            self.delivery.store_start(fresh)
 
-    def _fresh_starts(self, fresh: list[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+    def _fresh_starts(self, fresh: list[TopicPartitionKey], earliest: dict[TopicPartitionKey, int],
+                      latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
         """Partitions without stored progress start at the plan's start, or at their beginning when they
-        appeared after this engine started (a new topic or added partitions: all their records are new)."""
-        groups: dict[tuple[str, bool], list[int]] = {}
-        for topic, partition in fresh:
-            groups.setdefault((topic, (topic, partition) not in self.initial_partitions), []).append(partition)
-        return {
-            (topic, p): offset
-            for (topic, discovered), partitions in groups.items()
-            for p, offset in self._start_offset(topic, partitions, discovered).items()
-        }
-
-    def _start_offset(self, topic: str, partitions: list[int], discovered: bool) -> dict[int, int]:
-        """Where a partition with no stored progress starts: the plan's start, or earliest for a new topic."""
-        admin = self.clients.source_admin
-        start = "earliest" if discovered else self.plan.engine.start_from
-        tps = [TopicPartition(topic, p) for p in partitions]
+        appeared after this engine started (a new topic or added partitions: all their records are new). The
+        source's `earliest` and `latest` offsets of the partitions are known already: only a start at a time asks
+        the source again, once for all of them."""
+        start = self.plan.engine.start_from
+        at_plan_start = [key for key in fresh if key in self.initial_partitions]
+        starts = {key: earliest[key] for key in fresh if key not in self.initial_partitions}
         if start == "earliest":
-            offsets = list_offsets(admin, tps, OffsetSpec.earliest())
+            starts.update((key, earliest[key]) for key in at_plan_start)
         elif start == "latest":
-            offsets = list_offsets(admin, tps, OffsetSpec.latest())
-        else:
+            starts.update((key, latest[key]) for key in at_plan_start)
+        elif at_plan_start:
             millis = int(start.timestamp() * 1000)  # aware: the plan refuses a time without its zone
-            offsets = list_offsets(admin, tps, OffsetSpec.for_timestamp(millis))
-            latest = list_offsets(admin, tps, OffsetSpec.latest())
-            offsets = {k: (v if v >= 0 else latest[k]) for k, v in offsets.items()}
-        return {p: offsets[(topic, p)] for p in partitions}
+            offsets = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in at_plan_start],
+                                   OffsetSpec.for_timestamp(millis))
+            starts.update((key, offset if offset >= 0 else latest[key]) for key, offset in offsets.items())
+        return starts
 
     def _reconcile(self, keys: list[TopicPartitionKey], target_ends: dict[TopicPartitionKey, int]
                    ) -> dict[TopicPartitionKey, Reconciled | str]:
@@ -270,17 +267,27 @@ class PartitionAssigner:
         """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
         cache does not hold fails at once, and the cache of a topic that just grew may be minutes old)."""
         deadline = time.monotonic() + timeout_s
-        for topic in sorted({topic for topic, _ in partitions}):
+        needed: dict[str, int] = {}
+        for topic, partition in partitions:
             target = self.target_topic[topic]
-            needed = 1 + max(p for t, p in partitions if t == topic)
-            while True:
-                metadata = self.clients.producer.list_topics(target, timeout=timeout_s).topics.get(target)
-                if metadata is not None and len(metadata.partitions) >= needed:
-                    break
-                if time.monotonic() > deadline:
-                    raise EngineError(f"the target does not show {needed} partitions of {target} after "
-                                      f"{timeout_s:.0f} s")
-                time.sleep(0.2)
+            needed[target] = max(needed.get(target, 0), partition + 1)
+        while True:
+            # One topic is asked alone; several in one request for every topic (not one request per topic).
+            if len(needed) == 1:
+                shown = self.clients.producer.list_topics(next(iter(needed)), timeout=timeout_s).topics
+            else:
+                shown = self.clients.producer.list_topics(timeout=timeout_s).topics
+            short = {target: count for target, count in needed.items()
+                     if target not in shown or len(shown[target].partitions) < count}
+            if not short:
+                return
+            if time.monotonic() > deadline:
+                target, count = sorted(short.items())[0]
+                raise EngineError(f"the target does not show {count} partitions of {target} after {timeout_s:.0f} s"
+                                  + (f" (nor all partitions of {len(short) - 1} more topic(s))" if len(short) > 1
+                                     else ""))
+            needed = short
+            time.sleep(0.2)
 
 
 def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, latest: int) -> str:
@@ -304,3 +311,12 @@ def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
         return {}
     futures = admin.describe_topics(TopicCollection(topics), request_timeout=15)
     return {name: str(future.result().topic_id) for name, future in futures.items()}
+
+
+def _learn_leaders(consumer: Consumer, topics: list[str]) -> None:
+    """The consumer's metadata of `topics` (their leaders), asked in one request: one topic alone, several with
+    every topic of the cluster (librdkafka asks for one topic or all of them), never one request per topic."""
+    if len(topics) == 1:
+        consumer.list_topics(topics[0], timeout=15)
+    elif topics:
+        consumer.list_topics(timeout=15)

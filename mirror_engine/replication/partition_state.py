@@ -50,7 +50,6 @@ class PartitionState:
     # The partition's offset-syncs (their delta, those in flight), kept by `offset_syncs`.
     syncs: PartitionSyncs = field(default_factory=PartitionSyncs)
     stored_position: int = -1  # the position last written to the progress topic
-    logged_position: int = -1  # the position in the last periodic progress log
     records_produced: int = 0  # records handed to the producer (counted per run)
     records_copied: int = 0  # records the target acknowledged: what logs, status and summary report
     latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp

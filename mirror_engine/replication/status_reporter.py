@@ -16,7 +16,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.kafka import list_offsets
-from mirror_engine.observe import StatusServer
+from mirror_engine.observe import StatusServer, bounded_status
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import EngineError, Faults
@@ -25,6 +25,7 @@ from mirror_engine.replication.partition_state import PartitionState
 log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
+LOG_PARTITIONS = 5  # partitions named at each log interval: the stopped, then the most behind
 
 
 class StatusReporter:
@@ -121,6 +122,9 @@ class StatusReporter:
         self._rate_base = (now, {key: (state.records_copied, self.bytes_fetched.get(key, 0))
                                  for key, state in self.states.items()})
         return {
+            "partition_count": len(partitions),
+            "partitions_behind": sum(1 for p in partitions if p["lag"]),
+            "partitions_stopped": sum(1 for p in partitions if p["failed"]),
             "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
             "worker": self.worker_id, "mode": self.mode,
             "exactly_once": self.exactly_once, "state": "exited" if exiting else self.flow_state(),
@@ -140,8 +144,8 @@ class StatusReporter:
     def publish(self, exiting: bool = False) -> None:
         """Refresh the HTTP snapshot and write it to the status topic (skipped, not waited for, when the
         producer's queue is full: the next one follows within an interval)."""
-        self.snapshot = self.build(exiting)
-        payload = json.dumps(self.snapshot).encode()
+        self.snapshot = self.build(exiting)  # every partition, served on demand by HTTP
+        payload = json.dumps(bounded_status(self.snapshot)).encode()  # the most telling ones, every interval
         try:
             self.clients.producer.produce(self.status_topic, payload, self.worker_id.encode(), 0, self.on_delivery)
         except BufferError:
@@ -159,19 +163,22 @@ class StatusReporter:
 
     # ------------------------------------------------------------------ log
     def log_progress(self, elapsed: float) -> None:
-        """One summary line, then one line per partition that is behind, failed or moved since the last log."""
+        """One summary line, then the few partitions that matter most (stopped, then the most behind): the log
+        stays a few lines an interval whatever the partition count; every partition is in the status."""
         copied = sum(s.records_copied for s in self.states.values())
         lag = self.lag()
         behind = sum(1 for n in lag.values() if n > 0)
-        log.info("copied %d records in %.0f s (%.0f rec/s); lag %d records%s", copied, elapsed,
-                 copied / max(elapsed, 1e-9), sum(lag.values()),
-                 f" in {behind} partition(s)" if behind else "")
-        for key, state in sorted(self.states.items()):
-            position = state.copied_position()
-            if not (lag[key] or state.failed or position != state.logged_position):
-                continue
-            state.logged_position = position
+        stopped = sum(1 for s in self.states.values() if s.failed)
+        log.info("copied %d records in %.0f s (%.0f rec/s); lag %d records (%d of %d partition(s) behind%s)", copied,
+                 elapsed, copied / max(elapsed, 1e-9), sum(lag.values()), behind, len(self.states),
+                 f", {stopped} STOPPED" if stopped else "")
+        worst = sorted((key for key, state in self.states.items() if state.failed or lag[key]),
+                       key=lambda key: (not self.states[key].failed, -lag[key], key))
+        for key in worst[:LOG_PARTITIONS]:
+            state = self.states[key]
             latency = f"{state.latency_ms} ms" if state.latency_ms >= 0 else "-"
             log.info("  %s[%d] -> %s: position %d, lag %d, latency %s, copied %d%s", state.topic, state.partition,
-                     state.target_topic, position, lag[key], latency, state.records_copied,
+                     state.target_topic, state.copied_position(), lag[key], latency, state.records_copied,
                      f", STOPPED: {state.failed}" if state.failed else "")
+        if len(worst) > LOG_PARTITIONS:
+            log.info("  ... and %d more partition(s) behind (see `mirror-engine status`)", len(worst) - LOG_PARTITIONS)

@@ -66,3 +66,39 @@ def test_status_table_sums_lag_per_topic_over_live_workers():
     assert rows["orders"][5] == "7s"  # 1,000 records at 150 rec/s
     assert rows["audit"][2] == "0"
     assert "silent" in next(line for line in table.splitlines() if line.startswith("w3"))
+
+
+def test_a_status_record_stays_small_whatever_the_partition_count():
+    import json
+
+    from mirror_engine.observe import STATUS_PARTITIONS, bounded_status
+
+    def record_bytes(topics: int, per_topic: int) -> int:
+        parts = [partition(f"orders.t{t:05d}", p, lag=t) for t in range(topics) for p in range(per_topic)]
+        return len(json.dumps(bounded_status(status("w1", parts))))
+
+    small, large = record_bytes(2, 10), record_bytes(1000, 10)  # 20 and 10,000 partitions
+    assert large <= 64 * 1024
+    assert large < 2 * record_bytes(10, 10) + 30 * 1024  # the assignment's ranges aside, no growth past the worst N
+    assert small < large
+    parts = [partition("a", p, lag=p) for p in range(200)] + [partition("b", 0, failed="gone")]
+    record = bounded_status(status("w1", parts))
+    shown = [(p["topic"], p["partition"]) for p in record["partitions"]]
+    assert len(shown) == STATUS_PARTITIONS and shown[:3] == [("b", 0), ("a", 199), ("a", 198)]
+    assert record["partition_count"] == 201 and not record["partitions_complete"]
+    assert record["assigned"] == {"a": "0-199", "b": "0"}
+
+
+def test_readers_see_every_assigned_partition_and_the_count_of_a_bounded_record():
+    from mirror_engine.observe import assigned_partitions, bounded_status, partition_count
+
+    parts = [partition("a", p) for p in (*range(0, 60), 61, *range(70, 80))]
+    record = bounded_status(status("w1", parts))
+    assert assigned_partitions(record) == {("a", p) for p in (*range(0, 60), 61, *range(70, 80))}
+    assert partition_count(record) == 71
+    old = status("w0", [partition("a", 0), partition("a", 1)])  # a record of a version that listed every one
+    assert assigned_partitions(old) == {("a", 0), ("a", 1)} and partition_count(old) == 2
+    too_many = {**record, "assigned": None}
+    assert assigned_partitions(too_many) is None and partition_count(too_many) == 71
+    table = render_flow_status([record], NOW_MS)
+    assert "   71 " in table.splitlines()[1] and "stored_lag" in table

@@ -1,0 +1,103 @@
+"""What the engine writes as it runs does not grow with the cluster: the same engine on 60 and on 600 partitions,
+in one test, writes status records of about the same size and as few log lines an interval.
+
+The large shapes (2,000 and 10,000 partitions) are measured by bench/scale.py; this keeps the bounds from
+growing back on a shape small enough for every test run."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from kafka_local.cluster import KafkaCluster
+from mirror_engine.flow import InternalTopics
+from mirror_engine.replication import Replicator
+from tests.integration.kafka_data import end_offsets
+from tests.integration.plans import create_topics, make_plan
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4  # per topic
+RECORDS = 5  # per partition
+SUMMARY = "copied "  # the first words of the progress log's summary line
+
+
+def _status_records(target: KafkaCluster, topic: str) -> list[int]:
+    """The size of every record of a status topic."""
+    consumer = Consumer({**target.client_config(), "group.id": "test-status-sizes", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    sizes = []
+    try:
+        while (message := consumer.poll(10)) is not None and not message.error():
+            sizes.append(len(message.value() or b""))
+    finally:
+        consumer.close()
+    return sizes
+
+
+def _progress_log_lines(records: list[logging.LogRecord]) -> list[int]:
+    """Lines each progress log wrote: its summary and the partition lines after it."""
+    counts: list[int] = []
+    for record in records:
+        message = record.getMessage()
+        if record.name == "mirror_engine.replication.engine" and message.startswith(SUMMARY):
+            counts.append(1)
+        elif counts and record.name == "mirror_engine.replication.engine" and message.startswith("  "):
+            counts[-1] += 1
+    return counts
+
+
+def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: int,
+               caplog: pytest.LogCaptureFixture) -> tuple[list[int], list[int]]:
+    """Copy `topics` x PARTITIONS partitions with status and log every 0.3 s: (status record sizes, log lines per
+    progress log)."""
+    names = [f"{name}.t{i:03d}" for i in range(topics)]
+    plan = make_plan(source, target, rf"{name}\.", name=name,
+                     engine={"status_interval_s": 0.3, "log_interval_s": 0.3, "progress_interval_s": 0.2})
+    remote = [plan.policy().format_remote_topic(plan.source.alias, topic) for topic in names]
+    create_topics(source, [NewTopic(topic, PARTITIONS, 1) for topic in names], timeout_s=60)
+    # Made beforehand (empty, as `prepare` makes them), so a busy broker has elected their leaders by the start.
+    create_topics(target, [NewTopic(topic, PARTITIONS, 1) for topic in remote], timeout_s=60)
+    producer = Producer(source.client_config())
+    for topic in names:
+        for partition in range(PARTITIONS):
+            for i in range(RECORDS):
+                producer.produce(topic, b"v" * 50, b"k%d" % i, partition)
+    assert producer.flush(60) == 0
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    caplog.clear()
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 90
+        while sum(sum(end_offsets(target, topic, PARTITIONS)) for topic in remote[-3:]) < 3 * PARTITIONS * RECORDS:
+            assert time.monotonic() < deadline and runner.is_alive(), "the copy did not finish"
+            time.sleep(0.2)
+        time.sleep(1.5)  # a few status and log intervals of the steady state
+    finally:
+        replicator.stop()
+        runner.join(60)
+    assert not replicator.fatal
+    return _status_records(target, InternalTopics.for_plan(plan).status), _progress_log_lines(caplog.records)
+
+
+def test_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka_pair, unique_name, caplog):
+    source, target = kafka_pair
+    caplog.set_level(logging.INFO, logger="mirror_engine")
+    small_status, small_log = _run_shape(source, target, f"{unique_name}-s", 15, caplog)  # 60 partitions
+    large_status, large_log = _run_shape(source, target, f"{unique_name}-l", 150, caplog)  # 600 partitions
+
+    assert small_log and large_log and small_status and large_status
+    # Before: a status record listed every partition (about 350 bytes each: 210 KB at 600 partitions), and
+    # the log a line per partition that moved (600 lines at the first interval).
+    assert max(large_status) <= 64 * 1024
+    assert max(large_status) < 1.5 * max(small_status), (max(small_status), max(large_status))
+    # A summary, the partitions most behind, "and N more": the same few lines at any partition count (whether
+    # a log interval fell while the copy was behind depends on the timing, so each is held to the bound).
+    bound = 7  # the summary, five partitions, "and N more"
+    assert max(small_log) <= bound and max(large_log) <= bound, (small_log, large_log)
