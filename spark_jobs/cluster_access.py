@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from mirror_engine.plan import MigrationPlan, PlanError
-from mirror_engine.security import ClusterSecurity, SecurityError, oauth_urls, redact
+from mirror_engine.security import ClusterSecurity, SecurityError, java_options, oauth_urls, read_security, redact
 
 log = logging.getLogger(__name__)
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
@@ -32,7 +32,7 @@ def plan_security(plan: MigrationPlan) -> tuple[ClusterSecurity, ClusterSecurity
     for (side, spec), config in zip((("source", plan.source), ("target", plan.target)), plan.raw_client_configs(),
                                     strict=True):
         try:
-            models.append(ClusterSecurity.read(spec.alias, config))
+            models.append(read_security(spec.alias, config))
         except SecurityError as error:
             raise PlanError(f"cluster '{spec.alias}'", [f"{side}.client.{p}" for p in error.problems]) from None
     return models[0], models[1]
@@ -41,7 +41,7 @@ def plan_security(plan: MigrationPlan) -> tuple[ClusterSecurity, ClusterSecurity
 def kafka_source_options(security: ClusterSecurity, file_path: Callable[[str], str] | None = None) -> dict[str, str]:
     """Spark Kafka source options (`kafka.` prefixed) for one cluster; PlanError when one cannot be rendered."""
     try:
-        java = security.java_options(file_path)
+        java = java_options(security, file_path)
     except SecurityError as error:
         raise PlanError(f"cluster '{security.cluster}'", error.problems) from None
     options = {f"kafka.{name}": value for name, value in java.items()}

@@ -14,12 +14,25 @@ message of the plan model.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from mirror_engine.plan import ALIAS_PATTERN
 
-if TYPE_CHECKING:
-    from mirror_engine.mm2.plan_builder import PlanBuilder
+
+class PlanBuilder(Protocol):
+    """What the naming fields need of the plan being built from an MM2 file (`plan_builder.PlanBuilder`)."""
+
+    source: str
+    target: str
+    flow: str
+
+    def lookup(self, *names: str) -> tuple[str, Any] | None: ...
+
+    def put(self, path: str, value: Any, key: str) -> None: ...
+
+    def map(self, path: str, *names: str, convert: Callable[[Any], Any] | None = None) -> None: ...
+
 
 __all__ = ["alias_problems", "naming_fields", "same_cluster_problem"]
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from confluent_kafka import KafkaError, Message, Producer
 
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.replication.copy_contract import produce_when_room
 from mirror_engine.replication.faults import Faults
-
-if TYPE_CHECKING:
-    from mirror_engine.replication.partition_state import PartitionState
 
 TopicPartitionKey = tuple[str, int]
 
@@ -62,6 +59,17 @@ class PartitionSyncs(SyncOnDelta):
     def oldest(self) -> tuple[int, int] | None:
         """The oldest sync not yet acknowledged: the bound of the stored progress."""
         return self.in_flight[0] if self.in_flight else None
+
+
+class PartitionState(Protocol):
+    """What the writer reads and keeps of a partition's copy state (`partition_state.PartitionState`)."""
+
+    topic: str
+    partition: int
+    acked_source: int
+    acked_target: int
+    failed: str
+    syncs: PartitionSyncs
 
 
 class OffsetSyncWriter:

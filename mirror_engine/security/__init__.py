@@ -2,7 +2,7 @@
 for Java clients (JAAS, key stores), AWS MSK IAM tokens, and keeping secrets out of what the engine writes."""
 
 from mirror_engine.security.jaas import JaasConfigError, parse_jaas_config
-from mirror_engine.security.java_client import oauth_urls
+from mirror_engine.security.java_client import java_options, oauth_urls
 from mirror_engine.security.job_files import StagedCluster, stage_job_files
 from mirror_engine.security.keystores import (
     KeystoreError,
@@ -11,7 +11,8 @@ from mirror_engine.security.keystores import (
     remove_private_dir,
     truststore_to_pem,
 )
-from mirror_engine.security.model import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError, security_config
+from mirror_engine.security.librdkafka import librdkafka_config, security_config
+from mirror_engine.security.model import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError
 from mirror_engine.security.reader import read_security
 from mirror_engine.security.secrets import (
     REDACTED,
@@ -35,7 +36,9 @@ __all__ = [
     "RedactingFilter",
     "SecurityError",
     "StagedCluster",
+    "java_options",
     "keystore_to_pem",
+    "librdkafka_config",
     "masked",
     "oauth_urls",
     "parse_jaas_config",

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mirror_engine.security.model import ClusterSecurity, SecurityError, Tls
+from mirror_engine.security.reader import read_security
 from mirror_engine.security.secrets import remember_secrets
 
 __all__ = ["StagedCluster", "stage_job_files"]
@@ -86,7 +87,7 @@ def client_pkcs12(security: ClusterSecurity, tls: Tls) -> tuple[bytes, str]:
 def stage_job_files(cluster: str, config: dict[str, str], directory: Path, prefix: str) -> StagedCluster:
     """`config` (librdkafka settings as written) with its TLS material staged in `directory` (see the module's
     docstring); the same settings and no file when the cluster needs none. SecurityError names a refused key."""
-    security = ClusterSecurity.read(cluster, config)
+    security = read_security(cluster, config)
     tls = security.tls
     if tls is None or not (tls.ca_location or tls.ca_pem or tls.has_client_certificate):
         return StagedCluster(dict(config))

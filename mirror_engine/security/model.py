@@ -2,13 +2,15 @@
 
 A cluster's settings arrive as librdkafka settings: written so in a YAML plan's `client`, an Airflow
 connection's extras (through the connection hook), or converted from an MM2 file's Java settings
-(`mm2_clients`). `ClusterSecurity.read` reads every security setting into the model and refuses, before any
+(`mm2_clients`). `read_security` (`reader`) reads every security setting into the model and refuses, before any
 connection, what it cannot render, with one line per problem naming the key and what to write instead.
-It then renders the settings of each client from the same model:
+Each client's settings are then rendered from the same model:
 
-- `librdkafka()`: confluent-kafka (the engine, the backfill's writer); AWS MSK IAM becomes OAUTHBEARER with a
-  token callback (`msk_iam`);
-- `java_options()` (`java_client`): the Java client options of Spark's Kafka source.
+- `librdkafka_config` (`librdkafka`): confluent-kafka (the engine, the backfill's writer); AWS MSK IAM becomes
+  OAUTHBEARER with a token callback (`msk_iam`);
+- `java_options` (`java_client`): the Java client options of Spark's Kafka source.
+
+This module holds the model alone and imports none of them.
 
 Invariants: TLS verifies the broker's certificate and host name unless the setting named `unsafe...` says
 otherwise; a secret is only ever a field of the model, registered with `secrets.remember_secrets` on reading,
@@ -19,10 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 __all__ = ["ClusterSecurity", "MskIamLogin", "OidcLogin", "PasswordLogin", "SecurityError", "Tls",
-           "UnsecuredJwtLogin", "security_config"]
+           "UnsecuredJwtLogin"]
 
 UNSAFE_SKIP_HOSTNAME = "unsafe.skip.hostname.verification"
 AWS_MSK_IAM = "AWS_MSK_IAM"
@@ -108,14 +109,6 @@ class ClusterSecurity:
     login: Login | None = None
     other: Mapping[str, str] = field(default_factory=dict)
 
-    @classmethod
-    def read(cls, cluster: str, config: Mapping[str, Any]) -> ClusterSecurity:
-        """The model of librdkafka settings `config` (see the module's docstring); SecurityError lists problems."""
-        from mirror_engine.security.reader import read_security
-
-        return read_security(cls, cluster, {key: _text(value) for key, value in config.items()
-                                            if not callable(value)})
-
     def secrets(self) -> list[str]:
         """Every secret value in the model (passwords, client secret, inline private key)."""
         values: list[str | None] = []
@@ -126,66 +119,6 @@ class ClusterSecurity:
         elif isinstance(self.login, OidcLogin):
             values.append(self.login.client_secret)
         return [value for value in values if value]
-
-    def librdkafka(self) -> dict[str, Any]:
-        """confluent-kafka settings; an MSK IAM login carries its token callback (`oauth_cb`)."""
-        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **self.other}
-        if self.protocol != "PLAINTEXT":
-            config["security.protocol"] = self.protocol
-        if self.tls:
-            config.update(_librdkafka_tls(self.tls))
-        login = self.login
-        if isinstance(login, PasswordLogin):
-            config.update({"sasl.mechanism": login.mechanism, "sasl.username": login.username,
-                           "sasl.password": login.password})
-        elif isinstance(login, OidcLogin):
-            config.update({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
-                           "sasl.oauthbearer.token.endpoint.url": login.token_url,
-                           "sasl.oauthbearer.client.id": login.client_id,
-                           "sasl.oauthbearer.client.secret": login.client_secret})
-            if login.scope:
-                config["sasl.oauthbearer.scope"] = login.scope
-            if login.extensions:
-                config["sasl.oauthbearer.extensions"] = login.extensions
-        elif isinstance(login, UnsecuredJwtLogin):
-            config.update({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
-                           "sasl.oauthbearer.config": login.config})
-        elif isinstance(login, MskIamLogin):
-            from mirror_engine.security.msk_iam import token_callback
-
-            config.update({"sasl.mechanism": "OAUTHBEARER", "oauth_cb": token_callback(login)})
-        return config
-
-    def java_options(self, file_path: Any = None) -> dict[str, str]:
-        """Java client settings (no `kafka.` prefix); `file_path(local path) -> path the JVM reads` (default: same)."""
-        from mirror_engine.security.java_client import java_options
-
-        return java_options(self, file_path)
-
-
-def _librdkafka_tls(tls: Tls) -> dict[str, str]:
-    config: dict[str, str] = {}
-    pairs = (("ssl.ca.location", tls.ca_location), ("ssl.ca.pem", tls.ca_pem),
-             ("ssl.certificate.location", tls.certificate_location), ("ssl.certificate.pem", tls.certificate_pem),
-             ("ssl.key.location", tls.key_location), ("ssl.key.pem", tls.key_pem),
-             ("ssl.key.password", tls.key_password), ("ssl.keystore.location", tls.keystore_location),
-             ("ssl.keystore.password", tls.keystore_password))
-    config.update({name: value for name, value in pairs if value})
-    config["ssl.endpoint.identification.algorithm"] = "https" if tls.verify_hostname else "none"
-    return config
-
-
-def _text(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def security_config(cluster: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """`config` read into the model and rendered for librdkafka, its secrets registered for redaction."""
-    from mirror_engine.security.secrets import remember_secrets
-
-    security = ClusterSecurity.read(cluster, config)
-    remember_secrets({f"secret.{n}": value for n, value in enumerate(security.secrets())})
-    return security.librdkafka()
 
 
 def is_true(value: str | None) -> bool:

@@ -7,13 +7,16 @@ secret's value.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
 from mirror_engine.security.model import (
     _PASSWORD_MECHANISMS,
     _PROTOCOLS,
     AWS_MSK_IAM,
     UNSAFE_SKIP_HOSTNAME,
+    ClusterSecurity,
+    Login,
     MskIamLogin,
     OidcLogin,
     PasswordLogin,
@@ -22,9 +25,6 @@ from mirror_engine.security.model import (
     UnsecuredJwtLogin,
     is_true,
 )
-
-if TYPE_CHECKING:
-    from mirror_engine.security.model import ClusterSecurity, Login
 
 _TLS_KEYS = {
     "ssl.ca.location": "ca_location", "ssl.ca.pem": "ca_pem",
@@ -144,7 +144,10 @@ def _login(config: dict[str, str], bootstrap: str, protocol: str, problems: list
     return None
 
 
-def read_security(cls: type[ClusterSecurity], cluster: str, config: dict[str, str]) -> ClusterSecurity:
+def read_security(cluster: str, settings: Mapping[str, Any]) -> ClusterSecurity:
+    """The model of librdkafka settings (see `model`'s docstring); SecurityError lists every problem, each naming
+    its key. Callables among the settings (a token callback) are not security settings and are left out."""
+    config = {key: _text(value) for key, value in settings.items() if not callable(value)}
     problems: list[str] = []
     bootstrap = config.get("bootstrap.servers", "").strip()
     if not bootstrap:
@@ -171,4 +174,8 @@ def read_security(cls: type[ClusterSecurity], cluster: str, config: dict[str, st
     other = {key: value for key, value in config.items() if key not in _KNOWN}
     if mechanism == "GSSAPI":
         other["sasl.mechanism"] = "GSSAPI"
-    return cls(cluster, bootstrap, protocol, tls, login, other)
+    return ClusterSecurity(cluster, bootstrap, protocol, tls, login, other)
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -75,11 +75,11 @@ def test_a_connection_turning_off_the_host_name_check_is_refused_naming_it(mtls_
 
 
 def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scram_ssl_pair, spark):
-    from mirror_engine.security import ClusterSecurity
+    from mirror_engine.security import read_security
     from spark_jobs.cluster_access import ClusterLoginError, check_logins, kafka_source_options
 
     source, _ = scram_ssl_pair
-    model = ClusterSecurity.read("dc1", {**source.client_config("alice"), "sasl.password": "wrong-password"})
+    model = read_security("dc1", {**source.client_config("alice"), "sasl.password": "wrong-password"})
     with pytest.raises(ClusterLoginError) as caught:
         check_logins(spark, [(model, kafka_source_options(model))])
     message = str(caught.value)
@@ -90,11 +90,11 @@ def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scr
 # Run in a process of its own: a session already started in this one would be returned with its own jars.
 _MSK_SESSION = """
 import sys
-from mirror_engine.security import ClusterSecurity
+from mirror_engine.security import read_security
 from spark_jobs.packages import job_packages
 from spark_jobs.session import build_session
 
-msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+msk = read_security("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
                                    "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
 spark = build_session("msk-jars", packages=job_packages(msk))
 loader = spark._jvm.Thread.currentThread().getContextClassLoader()
@@ -111,12 +111,12 @@ def test_spark_jobs_reading_an_msk_cluster_get_the_msk_iam_login_on_their_class_
     import subprocess
     import sys
 
-    from mirror_engine.security import ClusterSecurity
+    from mirror_engine.security import read_security
     from spark_jobs.packages import job_packages, kafka_connector
 
-    msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+    msk = read_security("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
                                        "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
-    plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker:9093"})
+    plain = read_security("dc1", {"bootstrap.servers": "broker:9093"})
     assert job_packages(plain).packages == (kafka_connector(),)
     assert job_packages(plain, msk).packages == (kafka_connector(), "software.amazon.msk:aws-msk-iam-auth:2.3.9")
     done = subprocess.run([sys.executable, "-c", _MSK_SESSION], capture_output=True, text=True, timeout=600)

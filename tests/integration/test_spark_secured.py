@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from mirror_engine.security import ClusterSecurity, read_security
+from mirror_engine.security import read_security
 from spark_jobs.validation import kafka_options
 from tests.integration.kafka_data import produce
 
@@ -48,7 +48,7 @@ def test_spark_reads_a_secured_topic_as_a_user_whose_password_has_a_backslash(sp
     time.sleep(1)  # the new credential and ACLs reach the broker's caches
     config = {"bootstrap.servers": source.bootstrap, "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": PASSWORD}
-    frame = (spark.read.format("kafka").options(**kafka_options(read_security(ClusterSecurity, "src", config)))
+    frame = (spark.read.format("kafka").options(**kafka_options(read_security("src", config)))
              .option("subscribe", topic)
              .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
     assert sorted(row.value for row in frame.select("value").collect()) == sorted(

@@ -11,28 +11,28 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from mirror_engine.plan import PlanError, plan_from_dict
-from mirror_engine.security import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError
+from mirror_engine.security import MskIamLogin, OidcLogin, SecurityError, java_options, librdkafka_config, read_security
 
 BOOT = {"bootstrap.servers": "broker:9093"}
 
 
 def _problems(config: dict[str, str]) -> list[str]:
     with pytest.raises(SecurityError) as caught:
-        ClusterSecurity.read("dc1", {**BOOT, **config})
+        read_security("dc1", {**BOOT, **config})
     return caught.value.problems
 
 
 def test_tls_checks_the_host_name_by_default_and_its_off_switch_is_named_unsafe():
-    security = ClusterSecurity.read("dc1", {**BOOT, "security.protocol": "SSL", "ssl.ca.location": "/ca.pem"})
-    assert security.librdkafka()["ssl.endpoint.identification.algorithm"] == "https"
-    assert "ssl.endpoint.identification.algorithm" not in security.java_options()
+    security = read_security("dc1", {**BOOT, "security.protocol": "SSL", "ssl.ca.location": "/ca.pem"})
+    assert librdkafka_config(security)["ssl.endpoint.identification.algorithm"] == "https"
+    assert "ssl.endpoint.identification.algorithm" not in java_options(security)
     [problem] = _problems({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "none"})
     assert problem.startswith("ssl.endpoint.identification.algorithm:")
     assert "unsafe.skip.hostname.verification: true" in problem
-    unsafe = ClusterSecurity.read("dc1", {**BOOT, "security.protocol": "SSL",
+    unsafe = read_security("dc1", {**BOOT, "security.protocol": "SSL",
                                           "unsafe.skip.hostname.verification": True})
-    assert unsafe.librdkafka()["ssl.endpoint.identification.algorithm"] == "none"
-    assert unsafe.java_options()["ssl.endpoint.identification.algorithm"] == ""
+    assert librdkafka_config(unsafe)["ssl.endpoint.identification.algorithm"] == "none"
+    assert java_options(unsafe)["ssl.endpoint.identification.algorithm"] == ""
 
 
 @pytest.mark.parametrize(("config", "key"), [
@@ -67,9 +67,9 @@ def test_a_plan_refuses_before_any_connection_naming_the_plan_field():
 
 
 def test_password_logins_render_escaped_jaas_lines_for_java():
-    security = ClusterSecurity.read("dc1", {**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+    security = read_security("dc1", {**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                                             "sasl.username": "mirror", "sasl.password": 'a\\b"c'})
-    options = security.java_options()
+    options = java_options(security)
     assert options["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule required '
                                            'username="mirror" password="a\\\\b\\"c";')
     assert security.secrets() == ['a\\b"c']
@@ -81,11 +81,11 @@ def test_oidc_client_credentials_render_for_both_clients():
               "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
               "sasl.oauthbearer.client.id": "mirror", "sasl.oauthbearer.client.secret": "top-secret",
               "sasl.oauthbearer.scope": "kafka"}
-    security = ClusterSecurity.read("dc1", config)
+    security = read_security("dc1", config)
     assert isinstance(security.login, OidcLogin)
-    assert {k: v for k, v in security.librdkafka().items() if k.startswith("sasl")} == {
+    assert {k: v for k, v in librdkafka_config(security).items() if k.startswith("sasl")} == {
         k: v for k, v in config.items() if k.startswith("sasl")}
-    java = security.java_options()
+    java = java_options(security)
     assert java["sasl.login.callback.handler.class"].endswith("oauthbearer.OAuthBearerLoginCallbackHandler")
     assert java["sasl.oauthbearer.token.endpoint.url"] == "https://idp/token"
     assert 'clientId="mirror" clientSecret="top-secret" scope="kafka"' in java["sasl.jaas.config"]
@@ -97,10 +97,10 @@ def test_oidc_client_credentials_render_for_both_clients():
     ("boot-x.c1.kafka-serverless.us-east-2.amazonaws.com:9098", "us-east-2"),
 ])
 def test_msk_iam_takes_its_region_from_the_bootstrap_address(bootstrap, region):
-    security = ClusterSecurity.read("msk", {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
+    security = read_security("msk", {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
                                             "sasl.mechanism": "AWS_MSK_IAM"})
     assert security.login == MskIamLogin(region)
-    java = security.java_options()
+    java = java_options(security)
     assert java["sasl.mechanism"] == "AWS_MSK_IAM"
     assert java["sasl.jaas.config"] == "software.amazon.msk.auth.iam.IAMLoginModule required;"
     assert java["sasl.client.callback.handler.class"] == "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
@@ -110,9 +110,9 @@ def test_msk_iam_token_is_signed_from_local_aws_credentials(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEFAKEKEY00")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-access-key-for-tests")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    security = ClusterSecurity.read("msk", {**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
+    security = read_security("msk", {**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
                                             "aws.region": "eu-central-1"})
-    config = security.librdkafka()
+    config = librdkafka_config(security)
     assert config["sasl.mechanism"] == "OAUTHBEARER" and "aws.region" not in config
     token, expiry = config["oauth_cb"]("")
     url = urlparse(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode())
@@ -140,10 +140,10 @@ def test_inline_pem_reaches_java_only_through_an_owner_readable_file(tmp_path):
     cert_pem = certificate.public_bytes(serialization.Encoding.PEM).decode()
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                 serialization.BestAvailableEncryption(b"key-pass")).decode()
-    security = ClusterSecurity.read("dc1", {**BOOT, "security.protocol": "SSL", "ssl.ca.pem": cert_pem,
+    security = read_security("dc1", {**BOOT, "security.protocol": "SSL", "ssl.ca.pem": cert_pem,
                                             "ssl.certificate.pem": cert_pem, "ssl.key.pem": key_pem,
                                             "ssl.key.password": "key-pass"})
-    options = security.java_options()
+    options = java_options(security)
     assert key_pem not in "".join(options.values()) and cert_pem not in "".join(options.values())
     assert options["ssl.keystore.type"] == "PKCS12"
     assert options["ssl.keystore.password"] not in ("", "key-pass")  # a random password of its own

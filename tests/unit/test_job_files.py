@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from kafka_local.tls import KEY_PASSWORD, STORE_PASSWORD, TlsFiles, make_tls_files
-from mirror_engine.security import ClusterSecurity, SecurityError, stage_job_files
+from mirror_engine.security import SecurityError, java_options, read_security, stage_job_files
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_inline_pem_becomes_private_files_named_relatively_and_the_key_is_shippe
     loaded = pkcs12.load_key_and_certificates(keystore, config["ssl.keystore.password"].encode())
     assert loaded[1] is not None and loaded[1].subject.rfc4514_string() == "CN=mirror"
     # Both clients read the staged settings: the Java client by the same relative names.
-    java = ClusterSecurity.read("dc1", config).java_options()
+    java = java_options(read_security("dc1", config))
     assert java["ssl.truststore.location"] == "source-ca.pem"
     assert java["ssl.keystore.location"] == "source-client.p12" and java["ssl.keystore.type"] == "PKCS12"
 
@@ -67,11 +67,11 @@ def test_a_key_that_cannot_be_read_is_refused_naming_the_setting(tls, tmp_path):
 def test_only_jobs_reading_an_oidc_cluster_allow_its_token_endpoint_on_their_executors():
     from spark_jobs.cluster_access import executor_oauth_options
 
-    oidc = ClusterSecurity.read("cloud", {
+    oidc = read_security("cloud", {
         "bootstrap.servers": "broker-1:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
         "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
         "sasl.oauthbearer.client.id": "mirror", "sasl.oauthbearer.client.secret": "s-4711"})
-    plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker-1:9092"})
+    plain = read_security("dc1", {"bootstrap.servers": "broker-1:9092"})
     assert executor_oauth_options(plain) == ""
     assert executor_oauth_options(oidc, plain, oidc) == (
         "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://idp.example/token")

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pyspark
 
-from mirror_engine.security import ClusterSecurity
+from mirror_engine.security import read_security
 from spark_jobs.packages import SparkPackages, job_packages, kafka_connector
 
 
 def test_a_job_needs_the_connector_of_the_installed_spark_and_the_msk_login_only_for_msk():
     assert kafka_connector().startswith("org.apache.spark:spark-sql-kafka-0-10_2.")
     assert kafka_connector().endswith(f":{pyspark.__version__}")
-    plain = ClusterSecurity.read("dc1", {"bootstrap.servers": "broker:9093"})
-    msk = ClusterSecurity.read("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
+    plain = read_security("dc1", {"bootstrap.servers": "broker:9093"})
+    msk = read_security("msk", {"bootstrap.servers": "b-1.x.c2.kafka.eu-west-1.amazonaws.com:9098",
                                        "security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"})
     assert job_packages(plain).packages == (kafka_connector(),)
     assert job_packages(plain, msk).packages[1].startswith("software.amazon.msk:aws-msk-iam-auth:")
