@@ -5,6 +5,15 @@ from mirror_engine.observe.flow_view import FlowView
 from mirror_engine.observe.flow_watch import FlowWatch
 from mirror_engine.observe.heartbeats import LatencyError, last_heartbeat, measure_latency
 from mirror_engine.observe.http import StatusServer
+from mirror_engine.observe.readout import (
+    NO_ENGINE,
+    Drain,
+    DrainSample,
+    duration,
+    flow_state,
+    partition_page,
+    waiting_sentence,
+)
 from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
 from mirror_engine.observe.status import (
     WorkerStatusFeed,
@@ -18,6 +27,9 @@ from mirror_engine.observe.status import (
 
 __all__ = [
     "MAX_REPORT_BYTES",
+    "NO_ENGINE",
+    "Drain",
+    "DrainSample",
     "FlowView",
     "FlowWatch",
     "LatencyError",
@@ -25,12 +37,16 @@ __all__ = [
     "StatusServer",
     "WorkerStatusFeed",
     "bounded",
+    "duration",
     "flow_problems",
+    "flow_state",
     "is_live",
     "last_heartbeat",
     "measure_latency",
+    "partition_page",
     "prometheus_text",
     "read_worker_statuses",
     "render_flow_status",
     "replication_lag",
+    "waiting_sentence",
 ]

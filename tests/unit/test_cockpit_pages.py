@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from kafka_migration.cockpit import pages
+from kafka_migration.cockpit import migration_pages, pages
 
 
 def test_numbers_carry_units_and_thousands_separators():
     assert pages.count(1234567, "records") == "1,234,567 records"
     assert pages.count(2.5, "records/s") == "2.5 records/s"
     assert pages.count(None) == pages.NONE
-    assert pages.duration(42) == "42 s" and pages.duration(600) == "10 min" and pages.duration(7200) == "2.0 h"
-    assert pages.duration(None).startswith("never")
+    assert pages.duration(42) == "42 s" and pages.duration(600) == "10 min" and pages.duration(7200) == "2 h"
+    assert pages.duration(None) == pages.NONE
 
 
 def test_a_damaged_partition_is_red_with_its_first_offsets_and_a_clean_one_is_not():
@@ -28,8 +28,16 @@ def test_a_damaged_partition_is_red_with_its_first_offsets_and_a_clean_one_is_no
     assert "bad" not in "".join(pages.validation_rows(clean)[0])
 
 
-def test_the_history_chart_draws_both_lines_and_waits_for_two_points():
-    assert "<svg" not in pages.history_chart([{"t_ms": 0, "lag": 5, "records_per_s": 1.0}])
-    chart = pages.history_chart([{"t_ms": 0, "lag": 500, "records_per_s": 10.0},
-                                 {"t_ms": 10_000, "lag": 0, "records_per_s": 50.0}])
-    assert chart.count("<polyline") == 2 and "up to 500 records" in chart and "up to 50 records/s" in chart
+def test_lag_and_rates_are_charted_on_separate_labelled_axes_and_wait_for_two_points():
+    assert "<svg" not in migration_pages.history_charts([{"t_ms": 0, "lag": 5, "records_per_s": 1.0,
+                                                          "write_rate": 1.0}])
+    charts = migration_pages.history_charts([
+        {"t_ms": 0, "lag": 180, "records_per_s": 7160.0, "write_rate": 200.0},
+        {"t_ms": 10_000, "lag": 260, "records_per_s": 200.0, "write_rate": 200.0},
+        {"t_ms": 20_000, "lag": 60, "records_per_s": 210.0, "write_rate": 200.0}])
+    lag_chart, rate_chart = charts.split("</svg>")[:2]
+    assert lag_chart.count("<polyline") == 1 and "lag (records)" in lag_chart
+    assert ">500</text>" in lag_chart and ">250</text>" in lag_chart and ">0</text>" in lag_chart  # y-axis ticks
+    assert lag_chart.count("data-hm=") == 3  # x-axis: times
+    assert rate_chart.count("<polyline") == 2 and "copy rate (records/s)" in rate_chart
+    assert "source writes (records/s)" in rate_chart and ">10,000</text>" in rate_chart

@@ -7,6 +7,8 @@ from typing import Any
 from airflow.sdk import BaseOperatorLink
 
 PREFIX = "/kafka-migrations/"
+NAV_ROUTE = "kafka-migrations"  # the nav entry's route in the UI: /plugin/<route>/<path> shows <path> in its frame
+IN_UI = f"/plugin/{NAV_ROUTE}"
 
 
 def plan_of(dag_id: str) -> str | None:
@@ -18,14 +20,15 @@ def plan_of(dag_id: str) -> str | None:
 
 
 class CockpitLink(BaseOperatorLink):
-    """A link to one page of the task's plan in the cockpit (its overview for the shared DAGs)."""
+    """A link to one page of the task's plan in the cockpit, shown inside the Airflow UI (its navigation
+    around the cockpit's frame); the cockpit's overview for the shared DAGs."""
 
     name = "Migration"
     page = ""
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
         plan = plan_of(ti_key.dag_id)
-        return f"{PREFIX}plans/{plan}{self.page}" if plan else PREFIX
+        return IN_UI + (f"{PREFIX}plans/{plan}{self.page}" if plan else PREFIX)
 
 
 class SwitchReportLink(CockpitLink):
