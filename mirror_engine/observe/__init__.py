@@ -12,6 +12,7 @@ from mirror_engine.observe.readout import (
     duration,
     flow_state,
     partition_page,
+    switch_summary,
     waiting_sentence,
 )
 from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
@@ -48,5 +49,6 @@ __all__ = [
     "read_worker_statuses",
     "render_flow_status",
     "replication_lag",
+    "switch_summary",
     "waiting_sentence",
 ]

@@ -52,9 +52,10 @@ class FlowView:
         return [{"group": group, "partitions": len(times), "newest_ms": max(times.values()),
                  "oldest_ms": min(times.values())} for group, times in sorted(self._checkpointed.items())]
 
-    def snapshot(self) -> dict[str, Any]:
-        """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history."""
-        if self._snapshot and time.monotonic() - self._snapshot[0] < FRESH_FOR_S:
+    def snapshot(self, fresh: bool = False) -> dict[str, Any]:
+        """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history; one read
+        less than FRESH_FOR_S old is served again unless `fresh`."""
+        if not fresh and self._snapshot and time.monotonic() - self._snapshot[0] < FRESH_FOR_S:
             return self._snapshot[1]
         watch = self.watch
         watch.refresh()
@@ -141,7 +142,8 @@ class FlowView:
                    "report": producer_reports[topic]["report"] if topic in producer_reports else None,
                    "stored_ms": producer_reports[topic]["stored_ms"] if topic in producer_reports else None}
                   for topic in sorted(switched | set(producer_reports))]
-        return {"plan": self.plan.name, "groups": rows, "topics": topics}
+        return {"plan": self.plan.name, "groups": rows, "topics": topics,
+                "approvals": self.reports.newest("switch-approval")}
 
     def _source_fences(self) -> frozenset[Acl]:
         """The source's ACLs, to see fences; none where the source has no authorizer or hides its ACLs."""
@@ -162,4 +164,5 @@ class FlowView:
         cutover = self.cutover()
         return {"groups": [row for row in cutover["groups"] if row["report"] is not None and within(row)],
                 "topics": [row for row in cutover["topics"] if within(row)],
-                "validations": [record for record in self.validations() if within(record)]}
+                "validations": [record for record in self.validations() if within(record)],
+                "approvals": [record for record in cutover["approvals"] if within(record)]}

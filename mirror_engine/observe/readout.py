@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NO_ENGINE", "Drain", "DrainSample", "duration", "flow_state", "partition_page", "waiting_sentence"]
+__all__ = ["NO_ENGINE", "Drain", "DrainSample", "duration", "flow_state", "partition_page", "switch_summary",
+           "waiting_sentence"]
 
 NO_ENGINE = "no engine running"
 DRAIN_WINDOW_S = 60.0  # the rates and the ETA are measured over about this long
@@ -121,3 +122,35 @@ def partition_page(partitions: Iterable[dict[str, Any]], page: int = 1, size: in
     pages = max(1, math.ceil(len(chosen) / size))
     page = min(max(1, page), pages)
     return chosen[(page - 1) * size:page * size], page, pages
+
+
+def switch_summary(snapshot: dict[str, Any], validations: list[dict[str, Any]], groups: list[str],
+                   topics: list[str]) -> str:
+    """What a person decides a switch on, as Markdown lines: the lag and its trend, the newest validation, the
+    checkpoints' freshness, and the groups and topics to switch (from a `FlowView` snapshot and its reports)."""
+    now_ms = snapshot["at_ms"]
+    rate = snapshot["records_per_s"]
+    trend = (f"copied at {rate:,.0f} records/s, the source written at {snapshot['write_rate']:,.0f} records/s"
+             if rate is not None else "rates not measured yet")
+    lines = [f"- **Lag**: {snapshot['lag']:,} records, behind by {duration((snapshot['lag_ms'] or 0) / 1000)}; "
+             f"{trend}; ETA to lag 0: {snapshot['eta']}; flow {snapshot['flow_state']}"]
+    if snapshot["problems"]:
+        lines.append("- **Problems**: " + "; ".join(snapshot["problems"][:5]))
+    if validations:
+        newest = validations[0]
+        report = newest["report"]
+        problems = sum(report["totals"].get(k, 0) for k in ("missing", "extra", "duplicates", "changed",
+                                                             "out_of_order"))
+        verdict = "clean" if report["clean"] else f"NOT CLEAN ({problems:,} problems)"
+        lines.append(f"- **Validation**: {verdict}, report {newest['name']} stored "
+                     f"{duration((now_ms - newest['stored_ms']) / 1000)} ago")
+    else:
+        lines.append("- **Validation**: no validation report stored")
+    checkpoints = {c["group"]: c for c in snapshot["checkpoints"]}
+    for group in groups:
+        c = checkpoints.get(group)
+        lines.append(f"- **Checkpoints of {group}**: " + (
+            f"newest {duration((now_ms - c['newest_ms']) / 1000)} ago, oldest partition's "
+            f"{duration((now_ms - c['oldest_ms']) / 1000)} ago" if c else "none written yet"))
+    lines.append(f"- **To switch**: groups {', '.join(groups) or 'none'}; producers of {', '.join(topics) or 'none'}")
+    return "\n".join(lines)

@@ -140,6 +140,9 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         "engine": {"refresh_interval_s": 2, "status_interval_s": 1},
         "cutover": {"groups": [p + "billing"], "producer_idle_s": 2, "wait_timeout_s": 300},
     }))
+    (plans / "nowhere.yaml").write_text(yaml.safe_dump({  # its connection is never defined: an error page
+        "name": "nowhere", "source": {"alias": "dc1", "conn_id": "kafka_dc1"},
+        "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": ["nowhere-.*"]}}))
     (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
     deploy_dag = f"deploy_{suffix}"
     (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=suffix, plan=plan_name, group=p + "billing"))
@@ -182,7 +185,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         assert ready["rendered_map_index"] == group
         time.sleep(4)  # at least one poll's progress line
         assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.ready", 0)
-        _cockpit_shows_the_live_copy(deployment, source, target)
+        _cockpit_shows_the_live_copy(deployment, source, target, run_id)
 
         # A triggerer restart mid-wait: the wait is taken up again by the new triggerer and still completes.
         services.stop_component("triggerer")
@@ -318,10 +321,11 @@ def open_trigger_form(page, services: AirflowServices, dag_id: str):
     return dialog
 
 
-def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None:
+def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id: str) -> None:
     """While the run's engine copies: the cockpit's overview shows the lag of records written while the flow is
-    paused, and, without a reload, the lag falling to 0 once it is resumed; the migration page refreshes itself
-    and shows every partition and the group's checkpoints."""
+    paused, that it does not converge, and, without a reload, the lag falling to 0 once it is resumed; the
+    migration page and the run's tab say where the run stands and why it waits; the pages follow Airflow's
+    timezone and dark theme."""
     from mirror_engine.flow import ControlChannel
     from mirror_engine.plan import load_plan
     from tests.integration.airflow_services import browser_page
@@ -334,12 +338,19 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None
         time.sleep(4)  # the engine applies it within two seconds
         produce(source, deployment.topic, [(i % 3, b"late", f"late-{i}".encode(), None, NOW + i) for i in range(600)])
         page.goto(f"{services.url}/plugin/kafka-migrations", wait_until="networkidle")
+        # The nav label is whole, not cut to "Kafka mig...".
+        assert page.get_by_text("Migrations", exact=True).count() >= 1
         row = page.frame_locator("iframe").first.locator("tr", has_text=deployment.plan_name)
         _wait_for_text(row, r"\b600 records(?!/)", 60)
+        _wait_for_text(row, "not converging", 60)  # paused: the lag does not fall, so no ETA
         page.screenshot(path=str(REPORTS / "cockpit-overview-paused.png"))
         control.set_flow_state("running")
         _wait_for_text(row, r"(?<![\d,])0 records(?!/)", 90)  # the page refreshes itself: no reload
+        _wait_for_text(row, "caught up", 30)
         page.screenshot(path=str(REPORTS / "cockpit-overview.png"))
+        # A plan whose connection is missing says so in its row, with no exception class.
+        broken = page.frame_locator("iframe").first.locator("tr", has_text="nowhere").inner_text()
+        assert "connection 'kafka_dc1' is not defined" in broken and "Exception" not in broken, broken
 
         page.goto(f"{services.url}/kafka-migrations/plans/{deployment.plan_name}", wait_until="networkidle")
         stamp = page.locator("#totals [data-ms]").get_attribute("data-ms")
@@ -352,7 +363,35 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None
             assert f"{deployment.topic}[{partition}]" in text
         assert "live engines\n1" in page.locator("#totals").inner_text()
         assert deployment.group in page.locator("#checkpoints").inner_text()
+        # Where the run stands and why it waits: the group's wait, its live condition, time waited and left.
+        _wait_for_text(page.locator("#strip"), r"stage now: .*switch_groups", 30)
+        _wait_for_text(page.locator("#strip"), rf"switch_groups\.ready\[{re.escape(deployment.group)}\]: .*"
+                       r"member\(s\) on the source to stop.*waiting for \d.*timeout in \d", 60)
+        # Lag and rates on two charts, each with its axis and units.
+        _wait_for_text(page.locator("#chart"), r"lag \(records\)[\s\S]*copy rate \(records/s\)", 30)
         page.screenshot(path=str(REPORTS / "cockpit-migration.png"), full_page=True)
+
+        # The run's tab in the Airflow UI: that run's stages, and the same strip.
+        page.goto(f"{services.url}/dags/{deployment.dag_id}/runs/{run_id}/plugin/kafka-migration-run",
+                  wait_until="networkidle")
+        tab = page.frame_locator("iframe").first
+        _wait_for_text(tab.locator("main"), r"Stages[\s\S]*preflight\s+success[\s\S]*switch_groups\s+deferred", 60)
+        assert "Live migration page" in tab.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-run-tab.png"), full_page=True)
+
+        # Airflow's timezone and dark theme, chosen in its UI (kept in the browser's local storage).
+        page.evaluate("localStorage.setItem('timezone', JSON.stringify('Asia/Tokyo')); "
+                      "localStorage.setItem('theme', 'dark')")
+        page.goto(f"{services.url}/plugin/kafka-migrations/kafka-migrations/plans/{deployment.plan_name}",
+                  wait_until="networkidle")
+        frame = page.frame_locator("iframe").first
+        _wait_for_text(frame.locator("#totals"), r"as of \d{4}-\d\d-\d\d.*GMT\+9", 30)
+        assert page.evaluate("document.documentElement.classList.contains('dark')"), "Airflow is not dark"
+        assert frame.locator("html").get_attribute("data-theme") == "dark"
+        background = frame.locator("body").evaluate("el => getComputedStyle(el).backgroundColor")
+        assert sum(int(c) for c in re.findall(r"\d+", background)[:3]) < 150, background
+        page.screenshot(path=str(REPORTS / "cockpit-migration-dark.png"), full_page=True)
+        page.evaluate("localStorage.removeItem('timezone'); localStorage.setItem('theme', 'light')")
 
 
 def _wait_for_text(locator, pattern: str, timeout_s: float) -> None:
@@ -384,13 +423,47 @@ def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployme
     assert status == 200
     group = next(row for row in cutover["groups"] if row["group"] == deployment.group)
     assert group["state"] == "switched" and group["report"]["ok"], group
+    run_id = services.api("GET", f"/dags/{deployment.dag_id}/dagRuns?state=success")[1]["dag_runs"][0]["dag_run_id"]
+    status, links = services.api("GET", f"/dags/{deployment.dag_id}/dagRuns/{run_id}/taskInstances/"
+                                        "switch_groups.switch/links?map_index=0")
+    switch_link = next(link for link in links["extra_links"].values() if link and link.endswith("/cutover"))
     with browser_page(services) as page:
-        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/cutover", wait_until="networkidle")
-        shown = page.locator("table").first.inner_text()
+        # The switch task's extra link opens the cutover page inside the Airflow UI, fitting its frame at 1440 px.
+        page.set_viewport_size({"width": 1440, "height": 1000})
+        page.goto(services.url + switch_link, wait_until="networkidle")
+        assert page.get_by_role("button", name="Browse").count() == 1  # Airflow's own navigation is there
+        frame = page.frame_locator("iframe").first
+        frame.locator("h1", has_text=f"Cutover of {plan}").wait_for()
+        fits = frame.locator("html").evaluate("el => el.scrollWidth <= el.clientWidth")
+        assert fits, "the cutover page is wider than its frame"
+        shown = frame.locator("table").first.inner_text()
         for row in group["report"]["partitions"]:
-            line = next(line for line in shown.splitlines() if line.startswith(f"{row['topic']}\t{row['partition']}"))
-            assert f"{row['source_offset']:,}" in line and f"{row['target_offset']:,}" in line and "ok" in line, line
+            line = next(line for line in shown.splitlines() if line.startswith(f"{row['topic']}[{row['partition']}]"))
+            assert "\tok\t" in line, line
+            assert f"{row['source_offset']:,}" in line and f"{row['target_offset']:,}" in line, line
+        assert "group's consumer lag" in shown and "src → tgt: verified" in frame.locator("main").inner_text()
         page.screenshot(path=str(REPORTS / "cockpit-cutover.png"), full_page=True)
+        # The cutover page refreshes itself (its main part replaced in place, without a reload).
+        frame.locator("main").evaluate("el => el.firstElementChild.setAttribute('data-old', '1')")
+        deadline = time.monotonic() + 30
+        while frame.locator("main [data-old]").count():
+            assert time.monotonic() < deadline, "the cutover page did not refresh by itself"
+            time.sleep(0.5)
+
+        # The finished run's tab shows that run: its stages and the switch report it produced.
+        page.goto(f"{services.url}/kafka-migrations/runs/{deployment.dag_id}/{run_id}", wait_until="networkidle")
+        text = page.locator("main").inner_text()
+        assert re.search(r"Run \S+: success", text) and re.search(r"finish\s+success", text), text
+        assert f"Group {deployment.group}: switched" in text and "verified" in text, text
+        page.screenshot(path=str(REPORTS / "cockpit-run-finished.png"), full_page=True)
+
+        # A plan whose connection is missing, and a plan that does not exist: pages that say why, no 500.
+        response = page.goto(f"{services.url}/kafka-migrations/plans/nowhere/cutover", wait_until="networkidle")
+        assert response.status != 500 and "connection 'kafka_dc1' is not defined" in page.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-missing-connection.png"))
+        response = page.goto(f"{services.url}/kafka-migrations/plans/no-such-plan", wait_until="networkidle")
+        assert response.status == 404 and "no migration plan named 'no-such-plan'" in page.locator("main").inner_text()
+        assert str(deployment.plan_file.parent) not in page.content()
 
         # Records lost on the target (its first 5 in partition 0), then the plan's validation DAG.
         admin = AdminClient(target.client_config())

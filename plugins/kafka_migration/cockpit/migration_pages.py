@@ -28,6 +28,10 @@ def status_strip(plan: str, run: RunRecord | None, sentences: list[str], prefix:
         lines.append(f"<p><b>Run {link}</b> {esc(run.state)} since <span data-ms='{run.start_ms or 0}'></span>"
                      f" ({duration(_since_s(run.start_ms))}); stage now: <b>{esc(current)}</b></p>")
         lines += [f"<p>Waiting: {esc(sentence)}</p>" for sentence in sentences]
+        asking = [task["task"] for stage in run.stages for task in stage.tasks if task["state"] == "awaiting_input"]
+        if asking:
+            lines.append(f"<p><b>Waiting for a person</b>: {esc(', '.join(asking))} asks for an approval of the "
+                         "switch; approve or reject it under Browse &gt; Required Actions</p>")
         running = [task["task"] for stage in run.stages for task in stage.tasks if task["state"] == "running"]
         if running:
             lines.append(f"<p class='muted'>running: {esc(', '.join(running))}</p>")
@@ -186,19 +190,18 @@ def group_reports(groups: list[dict[str, Any]], prefix: str, plan: str) -> str:
             sections.append(head + "<p class='muted'>not switched yet</p>")
             continue
         verdict = "<span class='ok'>verified</span>" if report["ok"] else "<span class='bad'>NOT VERIFIED</span>"
-        approval = report.get("approval")
-        approved = (f"; approved by {esc(approval.get('by') or 'someone')} at <span data-ms='"
-                    f"{approval.get('at_ms') or 0}'></span>" if approval else "")
         summary = (f"<p>{_direction(report['direction'])}: {verdict}; waited {duration(report['wait_empty_s'])} for "
                    f"the group to stop and {duration(report['wait_copied_s'])} for the copy; committed after "
-                   f"{duration(report['committed_s'])}, proven after {duration(report['switch_s'])}{approved}</p>")
-        rows = [[esc(p["topic"]), str(p["partition"]), count(p["source_offset"]), esc(p["target_topic"]),
-                 count(p["target_offset"]), count(p["lag_at_switch"], "records"), esc(p["before"]), esc(p["at"]),
-                 "<span class='ok'>ok</span>" if p["proof"] == "ok" else f"<span class='bad'>{esc(p['proof'])}</span>"]
-                for p in report["partitions"]]
+                   f"{duration(report['committed_s'])}, proven after {duration(report['switch_s'])}</p>")
+        rows = [[f"{esc(p['topic'])}[{p['partition']}]" + (f" &rarr; {esc(p['target_topic'])}"
+                                                            if p["target_topic"] != p["topic"] else ""),
+                 "<span class='ok'>ok</span>" if p["proof"] == "ok" else f"<span class='bad'>{esc(p['proof'])}</span>",
+                 count(p["source_offset"]), count(p["target_offset"]), count(p["lag_at_switch"], "records"),
+                 esc(p["before"]), esc(p["at"])] for p in report["partitions"]]
         sections.append(head + summary + table(
-            ["topic", "partition", "source offset", "target topic", "target offset", "group's consumer lag",
-             "record before (source/target)", "record at (source/target)", "proof"], rows, numeric={1, 2, 4, 5}))
+            ["partition (target topic if renamed)", "proof", "source offset", "target offset",
+             "group's consumer lag", "record before (source/target)", "record at (source/target)"], rows,
+            numeric={2, 3, 4}, wrap={1}))
     return "".join(sections) or "<p class='muted'>the plan names no groups</p>"
 
 
@@ -210,8 +213,20 @@ def producer_table(topics: list[dict[str, Any]]) -> str:
                  empty="no producer switch recorded (a run switches the topics chosen in its form)")
 
 
+def approvals(records: list[dict[str, Any]]) -> str:
+    """Who approved (or rejected) a switch, and when."""
+    lines = []
+    for record in records[:3]:
+        approval = record["report"]
+        css = "ok" if approval["decision"] == "approved" else "bad"
+        lines.append(f"<p>Switch <span class='{css}'>{esc(approval['decision'])}</span> by <b>{esc(approval['by'])}"
+                     f"</b> at <span data-ms='{approval['at_ms']}'></span> (run {esc(approval['run_id'])})</p>")
+    return "".join(lines)
+
+
 def cutover_page(cutover: dict[str, Any], prefix: str) -> str:
-    body = group_reports(cutover["groups"], prefix, cutover["plan"])
+    body = approvals(cutover.get("approvals") or [])
+    body += group_reports(cutover["groups"], prefix, cutover["plan"])
     body += "<h2>Producers</h2>" + producer_table(cutover["topics"])
     return page(f"Cutover of {cutover['plan']}", body, nav=plan_nav(cutover["plan"], prefix))
 
@@ -235,7 +250,7 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
     if isinstance(produced, str):
         body += f"<h2>Reports of this run</h2><div class='error'><p>{esc(produced)}</p></div>"
     else:
-        body += ("<h2>Switch reports of this run</h2>"
+        body += ("<h2>Switch reports of this run</h2>" + approvals(produced.get("approvals") or [])
                  + (group_reports(produced["groups"], prefix, plan) if produced["groups"]
                     else "<p class='muted'>this run switched no group</p>")
                  + "<h2>Producer switches of this run</h2>" + producer_table(produced["topics"])

@@ -25,6 +25,7 @@ nav a { margin-right: 1rem; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .4rem 0; }
 td, th { padding: .25rem .6rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
+td.wrap { white-space: normal; min-width: 16rem; } [data-ms] { white-space: nowrap; }
 th { text-align: left; background: var(--head); } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .bad { color: var(--bad); font-weight: 600; } .ok { color: var(--ok); } .muted { color: var(--muted); }
 .cards { display: flex; gap: 1rem; flex-wrap: wrap; } .card { border: 1px solid var(--line); padding: .5rem .9rem; }
@@ -143,12 +144,18 @@ def flow_arrow(source: str, target: str) -> str:
     return f"{esc(source)} &rarr; {esc(target)}"
 
 
-def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None, empty: str = "none") -> str:
+def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None, empty: str = "none",
+          wrap: set[int] | None = None) -> str:
+    """A table in a box that scrolls sideways within the frame; cells stay on one line but for `wrap` columns."""
     if not rows:
         return f"<p class='muted'>{esc(empty)}</p>"
-    numeric = numeric or set()
-    cells = "".join("<tr>" + "".join(f"<td class='n'>{c}</td>" if i in numeric else f"<td>{c}</td>"
-                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
+    numeric, wrap = numeric or set(), wrap or set()
+
+    def cell(i: int, c: str) -> str:
+        return f"<td class='n'>{c}</td>" if i in numeric else (f"<td class='wrap'>{c}</td>" if i in wrap else
+                                                               f"<td>{c}</td>")
+
+    cells = "".join("<tr>" + "".join(cell(i, c) for i, c in enumerate(row)) + "</tr>" for row in rows)
     return ("<div class='scroll'><table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" + cells
             + "</table></div>")
 
@@ -159,8 +166,8 @@ def overview_rows(rows: list[dict[str, Any]], prefix: str) -> str:
     for row in rows:
         link = f"<a href='{prefix}plans/{esc(row['plan'])}'>{esc(row['plan'])}</a>"
         if row.get("error"):
-            body.append([link, f"<span class='bad'>{esc(row['error'])}</span>", "", "", "", "", "", "",
-                         esc(row["stage"])])
+            body.append([link, "<span class='bad'>unavailable</span>", "", "", "", "", "",
+                         f"<span class='bad'>{esc(row['error'])}</span>", esc(row["stage"])])
             continue
         problems = row["problems"]
         body.append([
@@ -170,7 +177,7 @@ def overview_rows(rows: list[dict[str, Any]], prefix: str) -> str:
             esc(row["stage"]),
         ])
     return table(["plan", "flow", "live engines", "lag", "behind by", "copy rate", "ETA to lag 0", "last error",
-                  "latest run"], body, numeric={2, 3, 5}, empty="no migration plans")
+                  "latest run"], body, numeric={2, 3, 5}, empty="no migration plans", wrap={7})
 
 
 # ------------------------------------------------------------------ validation

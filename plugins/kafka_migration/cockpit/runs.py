@@ -16,7 +16,7 @@ from typing import Any
 
 from mirror_engine.observe import waiting_sentence
 
-ACTIVE = ("running", "deferred", "queued", "up_for_retry", "up_for_reschedule", "scheduled")
+ACTIVE = ("running", "deferred", "awaiting_input", "queued", "up_for_retry", "up_for_reschedule", "scheduled")
 STAGE_ORDER = ("preflight", "prepare", "replicate", "backfill", "catch_up", "validate", "checkpoints",
                "approve", "switch_groups", "switch_producers", "finish")
 READINESS_TRIGGER = "kafka_migration.triggers.readiness.ReadinessTrigger"
@@ -53,7 +53,8 @@ class RunRecord:
 
 
 def _stage_state(states: list[str]) -> str:
-    for state in ("failed", "upstream_failed", "deferred", "running", "up_for_retry", "queued", "scheduled"):
+    for state in ("failed", "upstream_failed", "awaiting_input", "deferred", "running", "up_for_retry", "queued",
+                  "scheduled"):
         if state in states:
             return state
     if states and all(s == "skipped" for s in states):
