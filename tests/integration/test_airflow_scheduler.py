@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
 import threading
 import time
 import uuid
@@ -164,8 +162,10 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         services.stop()
         pid_file = base / "airflow" / "mirror-engine" / f"{plan_name}.pid"
         if pid_file.exists():  # a run failed before its finish stage stopped the engine
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            from mirror_engine.replication import SupervisionError, stop_engine
+
+            with contextlib.suppress(SupervisionError):
+                stop_engine(pid_file, timeout_s=10, kill_timeout_s=10)
 
 
 def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_events(kafka_pair, deployment):
@@ -495,3 +495,64 @@ def _get_json(services: AirflowServices, path: str) -> tuple[int, Any]:
     request = urllib.request.Request(services.url + path, headers={"Authorization": f"Bearer {services.token()}"})
     with urllib.request.urlopen(request, timeout=120) as response:
         return response.status, json.loads(response.read())
+
+
+def test_the_switch_waits_for_an_approval_approved_in_the_ui_and_a_rejection_leaves_the_engine_copying(deployment):
+    """A run that asks for an approval stops before the switch with the summary a person decides on; approved
+    from the UI's Required Actions page, the switch runs and the cockpit names who approved; a second run
+    rejected skips the cutover and the finish stage, so the engine keeps copying."""
+    from tests.integration.airflow_services import browser_page
+
+    services, dag_id, plan = deployment.services, deployment.dag_id, deployment.plan_name
+    stages = ["preflight", "prepare", "replicate", "catch_up", "checkpoints", "switch_groups", "switch_producers",
+              "finish"]  # no validation: an earlier test damaged the target's copy on purpose
+    conf = {"groups": [deployment.group], "producer_topics": [], "wait_timeout_s": 300, "approve_switch": True,
+            "stages": stages}
+    run_id = services.trigger(dag_id, conf)
+    _wait_for_state(services, dag_id, run_id, "approve.switch", "awaiting_input", 400)
+    status, detail = services.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/approve.switch/-1/hitlDetails")
+    assert status == 200, detail
+    for fact in ("**Lag**", "**Validation**", f"**Checkpoints of {deployment.group}**", "**To switch**"):
+        assert fact in detail["body"], detail["body"]
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}", wait_until="networkidle")
+        _wait_for_text(page.locator("#strip"), "Waiting for a person.*Required Actions", 30)
+        page.screenshot(path=str(REPORTS / "cockpit-awaiting-approval.png"))
+        page.goto(f"{services.url}/required_actions", wait_until="networkidle")
+        page.get_by_role("link", name=re.compile(r"approve\.switch|^switch$")).first.click()
+        page.get_by_role("button", name="Approve").wait_for()
+        page.screenshot(path=str(REPORTS / "airflow-required-action.png"), full_page=True)
+        page.get_by_role("button", name="Approve").click()
+        assert services.wait_for_run(dag_id, run_id, 400) == "success", services.task_instances(dag_id, run_id)
+        states = {ti["task_id"]: ti["state"] for ti in services.task_instances(dag_id, run_id)}
+        assert states["switch_groups.switch"] == "success" and states["finish.stop_engine"] == "success", states
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/cutover", wait_until="networkidle")
+        assert re.search(r"Switch approved by admin at \d{4}-", page.locator("main").inner_text())
+        page.goto(f"{services.url}/kafka-migrations/runs/{dag_id}/{run_id}", wait_until="networkidle")
+        assert "Switch approved by admin" in page.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-run-approved.png"), full_page=True)
+
+    rejected = services.trigger(dag_id, conf)
+    _wait_for_state(services, dag_id, rejected, "approve.switch", "awaiting_input", 400)
+    status, body = services.api("PATCH", f"/dags/{dag_id}/dagRuns/{rejected}/taskInstances/approve.switch/-1/"
+                                "hitlDetails", {"chosen_options": ["Reject"]})
+    assert status == 200, body
+    assert services.wait_for_run(dag_id, rejected, 300) == "success"
+    states = {ti["task_id"]: ti["state"] for ti in services.task_instances(dag_id, rejected)}
+    assert all(states[t] == "skipped" for t in states if t.split(".")[0] in ("switch_groups", "switch_producers",
+                                                                               "finish")), states
+    time.sleep(3)
+    status, snapshot = _get_json(services, f"/kafka-migrations/api/plans/{plan}")
+    # The engine the run started still runs (finish skipped); the earlier run switched the topic's producers, so it
+    # has nothing left to copy here, but it is live and running.
+    assert status == 200 and [engine["state"] for engine in snapshot["engines"]] == ["running"], snapshot
+    status, cutover = _get_json(services, f"/kafka-migrations/api/plans/{plan}/cutover")
+    assert cutover["approvals"][0]["report"]["decision"] == "rejected", cutover["approvals"]
+    _stop_engine(services, plan)
+
+
+def _stop_engine(services: AirflowServices, plan: str) -> None:
+    """Stop the engine a run left running, while the brokers still answer (it exits at once then)."""
+    from mirror_engine.replication import stop_engine
+
+    stop_engine(services.home / "mirror-engine" / f"{plan}.pid", timeout_s=60)
