@@ -62,17 +62,18 @@ class SwitchApprovalOperator(ApprovalOperator):
             view.close()
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        result = super().execute_complete(context=context, event=event)
-        self._record(context, result)
-        return result
+        # Recorded first: on a rejection the operator skips what follows by raising (Airflow 3's skip).
+        if "error" not in event and list(event.get("chosen_options") or [])[:1] in ([self.APPROVE], [self.REJECT]):
+            self._record(context, event)
+        return super().execute_complete(context=context, event=event)
 
-    def _record(self, context: Any, result: dict[str, Any]) -> None:
+    def _record(self, context: Any, event: dict[str, Any]) -> None:
         from mirror_engine.observe import ReportStore
 
         hook = load_plan_or_fail(self.plan_path)
-        user = result.get("responded_by_user") or {}
-        at = result.get("responded_at")
-        decision = "approved" if result["chosen_options"][0] == self.APPROVE else "rejected"
+        user = event.get("responded_by_user") or {}
+        at = event.get("responded_at")
+        decision = "approved" if event["chosen_options"][0] == self.APPROVE else "rejected"
         store = ReportStore(hook.plan, hook.client_configs()[1])
         try:
             store.put("switch-approval", context["run_id"], {
