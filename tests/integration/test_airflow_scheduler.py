@@ -138,9 +138,11 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         "engine": {"refresh_interval_s": 2, "status_interval_s": 1},
         "cutover": {"groups": [p + "billing"], "producer_idle_s": 2, "wait_timeout_s": 300},
     }))
-    (plans / "nowhere.yaml").write_text(yaml.safe_dump({  # its connection is never defined: an error page
-        "name": "nowhere", "source": {"alias": "dc1", "conn_id": "kafka_dc1"},
-        "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": ["nowhere-.*"]}}))
+    # Its connection is never defined: its pages say so. (Named to sort after the plan above: the backfill form
+    # offers the first plan file by default.)
+    (plans / "unreachable.yaml").write_text(yaml.safe_dump({
+        "name": "unreachable", "source": {"alias": "dc1", "conn_id": "kafka_dc1"},
+        "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": ["unreachable-.*"]}}))
     (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
     deploy_dag = f"deploy_{suffix}"
     (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=suffix, plan=plan_name, group=p + "billing"))
@@ -349,7 +351,7 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id:
         _wait_for_text(row, "caught up", 30)
         page.screenshot(path=str(REPORTS / "cockpit-overview.png"))
         # A plan whose connection is missing says so in its row, with no exception class.
-        broken = page.frame_locator("iframe").first.locator("tr", has_text="nowhere").inner_text()
+        broken = page.frame_locator("iframe").first.locator("tr", has_text="unreachable").inner_text()
         assert "connection 'kafka_dc1' is not defined" in broken and "Exception" not in broken, broken
 
         page.goto(f"{services.url}/kafka-migrations/plans/{deployment.plan_name}", wait_until="networkidle")
@@ -458,7 +460,7 @@ def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployme
         page.screenshot(path=str(REPORTS / "cockpit-run-finished.png"), full_page=True)
 
         # A plan whose connection is missing, and a plan that does not exist: pages that say why, no 500.
-        response = page.goto(f"{services.url}/kafka-migrations/plans/nowhere/cutover", wait_until="networkidle")
+        response = page.goto(f"{services.url}/kafka-migrations/plans/unreachable/cutover", wait_until="networkidle")
         assert response.status != 500 and "connection 'kafka_dc1' is not defined" in page.locator("main").inner_text()
         page.screenshot(path=str(REPORTS / "cockpit-missing-connection.png"))
         response = page.goto(f"{services.url}/kafka-migrations/plans/no-such-plan", wait_until="networkidle")
