@@ -172,7 +172,10 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
         with TaskGroup("checkpoints"):
             checkpoints = CheckpointsCurrentSensor(task_id="current", **wait)
         with TaskGroup("approve"):
-            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}")
+            # Retried as the sensors are: Airflow 3.3 can fail a parked task on the stale success of the process that
+            # parked it when the answer comes within seconds (apache/airflow#72716); the retry asks again.
+            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
+                                              **retried)
         with TaskGroup("switch_groups"):
             @task(task_id="groups")
             def groups_to_switch(params: dict | None = None) -> list[str]:

@@ -103,8 +103,12 @@ def read_run(dag_id: str, run_id: str | None = None) -> RunRecord | None:
                                                         if ti.map_index >= 0 else ""),
                                   "state": str(ti.state or "not started"), "try": ti.try_number}
                                  for ti in sorted(items, key=lambda ti: (ti.task_id, ti.map_index))]))
-        return RunRecord(dag_id, run.run_id, str(run.state), _ms(run.start_date), _ms(run.end_date), stages,
-                         sorted(waits, key=lambda w: w["task"]))
+        # A run whose tasks were cleared is restarted (its own start and end reset): its window spans its tasks.
+        starts = [ms for ms in [_ms(run.start_date)] + [stage.start_ms for stage in stages] if ms]
+        ends = [ms for ms in [_ms(run.end_date)] + [stage.end_ms for stage in stages] if ms]
+        finished = run.end_date is not None
+        return RunRecord(dag_id, run.run_id, str(run.state), min(starts) if starts else None,
+                         max(ends) if finished and ends else None, stages, sorted(waits, key=lambda w: w["task"]))
 
 
 class Waits:
