@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pendulum
 from airflow.sdk import DAG, Param, TaskGroup, task
+from kafka_migration.operators.approval import SwitchApprovalOperator
 from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
     FenceGroupOperator,
@@ -109,6 +110,10 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
         "groups": Param(list(cutover.groups), type=["array", "null"], items={"type": "string"},
                         title="Consumer groups to switch",
                         description="One group per line; empty: none. Each switches once stopped on the source."),
+        "approve_switch": Param(cutover.approve_switch, type="boolean", title="Approve before the switch",
+                                description="A person approves the switch under Required Actions, shown the lag, "
+                                            "the validation and the checkpoints; rejected, the cutover is skipped "
+                                            "and the engine keeps copying."),
         "fence": Param(cutover.fence, type="boolean", title="Fence groups on the source",
                        description="Deny READ on each group on the source before switching it, so that its old "
                                    "consumers cannot come back."),
@@ -167,6 +172,11 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                                                     job_args=["--report-dir", str(REPORTS)])
         with TaskGroup("checkpoints"):
             checkpoints = CheckpointsCurrentSensor(task_id="current", **wait)
+        with TaskGroup("approve"):
+            # Retried as the sensors are: Airflow 3.3 can fail a parked task on the stale success of the process that
+            # parked it when the answer comes within seconds (apache/airflow#72716); the retry asks again.
+            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
+                                              **retried)
         with TaskGroup("switch_groups"):
             @task(task_id="groups")
             def groups_to_switch(params: dict | None = None) -> list[str]:
@@ -203,7 +213,7 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
 
         preflight >> prepare >> start
         copying >> backfill
-        backfilled >> caught_up >> validate >> checkpoints >> groups
+        backfilled >> caught_up >> validate >> checkpoints >> approval >> groups
         switched >> topics
         producers >> finish
     return dag

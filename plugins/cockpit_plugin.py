@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 from kafka_migration.cockpit.app import app
-from kafka_migration.cockpit.links import CockpitLink, SwitchReportLink, ValidationReportLink
+from kafka_migration.cockpit.links import NAV_ROUTE, CockpitLink, SwitchReportLink, ValidationReportLink
 
 
 class KafkaMigrationCockpit(AirflowPlugin):
@@ -19,7 +19,8 @@ class KafkaMigrationCockpit(AirflowPlugin):
     operator_extra_links = [CockpitLink(), SwitchReportLink(), ValidationReportLink()]
 
     external_views = [
-        {"name": "Kafka migrations", "href": "kafka-migrations/", "destination": "nav", "url_route": "kafka-migrations",
+        # "Migrations": the UI's side bar cuts longer labels ("Kafka migrations" showed as "Kafka mig...").
+        {"name": "Migrations", "href": "kafka-migrations/", "destination": "nav", "url_route": NAV_ROUTE,
          "nav_top_level": True},
         {"name": "Migration", "href": "kafka-migrations/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
          "url_route": "kafka-migration-run"},

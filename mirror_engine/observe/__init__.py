@@ -5,6 +5,16 @@ from mirror_engine.observe.flow_view import FlowView
 from mirror_engine.observe.flow_watch import FlowWatch
 from mirror_engine.observe.heartbeats import LatencyError, last_heartbeat, measure_latency
 from mirror_engine.observe.http import StatusServer
+from mirror_engine.observe.readout import (
+    NO_ENGINE,
+    Drain,
+    DrainSample,
+    duration,
+    flow_state,
+    partition_page,
+    switch_summary,
+    waiting_sentence,
+)
 from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
 from mirror_engine.observe.status import (
     STATUS_PARTITIONS,
@@ -23,7 +33,10 @@ from mirror_engine.observe.validation_page import render_validation_page, render
 
 __all__ = [
     "MAX_REPORT_BYTES",
+    "NO_ENGINE",
     "STATUS_PARTITIONS",
+    "Drain",
+    "DrainSample",
     "FlowView",
     "FlowWatch",
     "LatencyError",
@@ -33,15 +46,20 @@ __all__ = [
     "assigned_partitions",
     "bounded",
     "bounded_status",
+    "duration",
     "flow_problems",
+    "flow_state",
     "is_live",
     "last_heartbeat",
     "measure_latency",
     "partition_count",
+    "partition_page",
     "prometheus_text",
     "read_worker_statuses",
     "render_flow_status",
     "render_validation_page",
     "render_validation_section",
     "replication_lag",
+    "switch_summary",
+    "waiting_sentence",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 from mirror_engine.kafka import Acl, InternalTopicReader, decoded, group_fence, read_acls
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.observe.flow_watch import FlowWatch
+from mirror_engine.observe.readout import Drain, DrainSample, flow_state
 from mirror_engine.observe.reports import ReportStore
 from mirror_engine.observe.status import flow_problems, is_live, partition_count
 from mirror_engine.plan import MigrationPlan
@@ -22,23 +23,20 @@ BUCKET_S = 10  # one chart point per this many seconds
 FRESH_FOR_S = 2.0  # a snapshot younger than this is served again instead of read anew
 
 
-def _eta_s(lag: int, rate: float) -> float | None:
-    if lag <= 0:
-        return 0.0
-    return lag / rate if rate > 0 else None
-
-
 class FlowView:
     """One plan's live state, cutover and validations; `close()` releases its clients."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
         self.plan = plan
-        self.watch = FlowWatch(plan, source_config, target_config, status_window_s=HISTORY_S)
+        self.watch = FlowWatch(plan, source_config, target_config)
         self.reports = ReportStore(plan, target_config)
         self._checkpoints = InternalTopicReader(target_config, self.watch.mapping.topics.checkpoints,
                                                 "mirror-engine-checkpoints-reader")
         self._checkpointed: dict[str, dict[tuple[str, int], int]] = {}  # group -> {(topic, p): record time ms}
         self._snapshot: tuple[float, dict[str, Any]] | None = None
+        # The view's own samples: the cards, the chart and the ETA all come from them (one source of numbers).
+        self.drain = Drain()
+        self._chart: dict[int, dict[str, float]] = {}  # bucket -> {t_ms, lag, records_per_s, write_rate}
 
     def close(self) -> None:
         self.watch.close()
@@ -54,9 +52,10 @@ class FlowView:
         return [{"group": group, "partitions": len(times), "newest_ms": max(times.values()),
                  "oldest_ms": min(times.values())} for group, times in sorted(self._checkpointed.items())]
 
-    def snapshot(self) -> dict[str, Any]:
-        """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history."""
-        if self._snapshot and time.monotonic() - self._snapshot[0] < FRESH_FOR_S:
+    def snapshot(self, fresh: bool = False) -> dict[str, Any]:
+        """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history; one read
+        less than FRESH_FOR_S old is served again unless `fresh`."""
+        if not fresh and self._snapshot and time.monotonic() - self._snapshot[0] < FRESH_FOR_S:
             return self._snapshot[1]
         watch = self.watch
         watch.refresh()
@@ -66,54 +65,59 @@ class FlowView:
         live = [status for status in statuses if is_live(status)]
         reported = {(part["topic"], part["partition"]): part for status in live for part in status["partitions"]}
         partitions = []
-        for (topic, partition), end in sorted(ends.items()):
+        for (topic, partition), end in ends.items():
             part = reported.get((topic, partition), {})
             behind = lag[(topic, partition)]
             rate = float(part.get("records_per_s") or 0.0)
             partitions.append({
                 "topic": topic, "partition": partition, "source_end": end,
                 "copied": watch.mapping.copied_position(topic, partition), "lag": behind,
-                "lag_ms": part.get("lag_ms") if behind else 0, "latency_ms": part.get("replication_latency_ms"),
-                "records_per_s": rate, "eta_s": _eta_s(behind, rate), "stopped": part.get("failed") or "",
+                "lag_ms": part.get("lag_ms") if behind else 0,
+                # An idle partition's last sampled latency is stale: shown blank, not as a number.
+                "latency_ms": part.get("replication_latency_ms") if rate > 0 else None,
+                "records_per_s": rate, "stopped": part.get("failed") or "",
             })
-        partitions.sort(key=lambda row: (not row["stopped"], row["topic"], row["partition"]))
         total_lag = sum(lag.values())
-        rate = sum(float(status["records_per_s"]) for status in live)
+        now_ms = int(time.time() * 1000)
+        self.drain.add(DrainSample(now_ms / 1000, total_lag, sum(ends.values())))
+        copy_rate, write_rate = self.drain.rates()
+        self._chart_point(now_ms, total_lag, copy_rate, write_rate)
         switched = sorted(watch.control.switched_topics)
-        flow_state = watch.control.flow_state
+        state = flow_state(watch.control.flow_state, len(live), bool(ends))
         if switched and not ends:
-            flow_state = "switched"
+            state = "switched"
         snapshot = {
             "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
-            "flow_state": flow_state, "switched_topics": switched,
+            "flow_state": state, "switched_topics": switched,
             "engines": [{"worker": s["worker"], "state": s["state"], "partitions": partition_count(s),
                          "records_per_s": s["records_per_s"], "updated_ms": s["updated_ms"]} for s in live],
             "engines_seen": len(statuses),
             "lag": total_lag,
             "lag_ms": max([row["lag_ms"] or 0 for row in partitions] or [0]),
-            "records_per_s": rate, "eta_s": _eta_s(total_lag, rate),
+            "records_per_s": copy_rate, "write_rate": write_rate,
+            "eta_s": self.drain.eta_s(), "eta": self.drain.eta_text(),
             "problems": flow_problems(live),
             "stopped_partitions": sum(1 for row in partitions if row["stopped"]),
+            "partition_count": len(partitions),
             "partitions": partitions,
             "backfills": [{"topic": topic, "partition": p, "snapshot_offset": b, "state": snapshot.state,
                            "copied": watch.mapping.copied_position(topic, p)}
                           for topic, snapshot in sorted(watch.control.backfills.items())
                           for p, (b, _start) in sorted(snapshot.partitions.items())],
-            "history": self._history(),
+            "history": [self._chart[bucket] for bucket in sorted(self._chart)],
             "checkpoints": self.checkpoints(),
-            "at_ms": int(time.time() * 1000),
+            "at_ms": now_ms,
         }
         self._snapshot = (time.monotonic(), snapshot)
         return snapshot
 
-    def _history(self) -> list[dict[str, float]]:
-        """[{t_ms, lag, records_per_s}] per BUCKET_S over the last hour: each engine's last status in a bucket."""
-        buckets: dict[int, dict[str, tuple[int, float]]] = {}
-        for updated_ms, worker, lag, rate in self.watch.statuses.history:
-            buckets.setdefault(updated_ms // (BUCKET_S * 1000), {})[worker] = (lag, rate)
-        return [{"t_ms": bucket * BUCKET_S * 1000, "lag": sum(v[0] for v in workers.values()),
-                 "records_per_s": round(sum(v[1] for v in workers.values()), 1)}
-                for bucket, workers in sorted(buckets.items())]
+    def _chart_point(self, now_ms: int, lag: int, copy_rate: float | None, write_rate: float | None) -> None:
+        """The chart's point for this BUCKET_S (the last sample in it); points older than HISTORY_S dropped."""
+        bucket = now_ms // (BUCKET_S * 1000)
+        self._chart[bucket] = {"t_ms": now_ms, "lag": lag, "records_per_s": round(copy_rate or 0.0, 1),
+                               "write_rate": round(write_rate or 0.0, 1)}
+        for old in [b for b in self._chart if b < bucket - HISTORY_S // BUCKET_S]:
+            del self._chart[old]
 
     def cutover(self) -> dict[str, Any]:
         """Per group: its state and newest switch report; per topic: whether its producers switched."""
@@ -135,9 +139,11 @@ class FlowView:
                          "report": report})
         switched = self.watch.control.switched_topics
         topics = [{"topic": topic, "state": "switched" if topic in switched else "not switched",
-                   "report": producer_reports[topic]["report"] if topic in producer_reports else None}
+                   "report": producer_reports[topic]["report"] if topic in producer_reports else None,
+                   "stored_ms": producer_reports[topic]["stored_ms"] if topic in producer_reports else None}
                   for topic in sorted(switched | set(producer_reports))]
-        return {"plan": self.plan.name, "groups": rows, "topics": topics}
+        return {"plan": self.plan.name, "groups": rows, "topics": topics,
+                "approvals": self.reports.newest("switch-approval")}
 
     def _source_fences(self) -> frozenset[Acl]:
         """The source's ACLs, to see fences; none where the source has no authorizer or hides its ACLs."""
@@ -149,3 +155,14 @@ class FlowView:
     def validations(self) -> list[dict[str, Any]]:
         """The plan's stored validation reports, newest first."""
         return self.reports.newest("validation")
+
+    def stored_between(self, start_ms: int, end_ms: int) -> dict[str, Any]:
+        """The switch and validation reports stored between `start_ms` and `end_ms` (what one run produced)."""
+        def within(record: dict[str, Any]) -> bool:
+            return record.get("stored_ms") is not None and start_ms <= record["stored_ms"] <= end_ms
+
+        cutover = self.cutover()
+        return {"groups": [row for row in cutover["groups"] if row["report"] is not None and within(row)],
+                "topics": [row for row in cutover["topics"] if within(row)],
+                "validations": [record for record in self.validations() if within(record)],
+                "approvals": [record for record in cutover["approvals"] if within(record)]}

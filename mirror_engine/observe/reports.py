@@ -20,7 +20,7 @@ from mirror_engine.flow import InternalTopics, ensure_internal_topics
 from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_client, decoded
 from mirror_engine.plan import MigrationPlan
 
-REPORT_KINDS = ("validation", "group-switch", "producer-switch")
+REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval")
 MAX_REPORT_BYTES = 512 * 1024
 KEEP_PER_KIND = 50
 

@@ -167,6 +167,9 @@ class ValidationSpec(StrictModel):
 class CutoverSpec(StrictModel):
     groups: list[str] = Field(default_factory=list)
     fence: bool = False
+    # A person approves the switch before it runs (the migration DAG's human-in-the-loop gate); off by default,
+    # so runs go on unattended; a run's form can ask for it too.
+    approve_switch: bool = False
     # The catch_up gate (a live source never reaches lag 0): at most max_lag_records records or max_lag_s seconds
     # behind the source (the oldest record not copied yet; null: no time bound), held for catch_up_settle_s while
     # the engine keeps up; lag 0 passes at once. Group and producer switches still wait for their own records.

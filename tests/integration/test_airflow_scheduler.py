@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
 import threading
 import time
 import uuid
@@ -140,6 +138,11 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         "engine": {"refresh_interval_s": 2, "status_interval_s": 1},
         "cutover": {"groups": [p + "billing"], "producer_idle_s": 2, "wait_timeout_s": 300},
     }))
+    # Its connection is never defined: its pages say so. (Named to sort after the plan above: the backfill form
+    # offers the first plan file by default.)
+    (plans / "unreachable.yaml").write_text(yaml.safe_dump({
+        "name": "unreachable", "source": {"alias": "dc1", "conn_id": "kafka_dc1"},
+        "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": ["unreachable-.*"]}}))
     (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
     deploy_dag = f"deploy_{suffix}"
     (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=suffix, plan=plan_name, group=p + "billing"))
@@ -161,8 +164,10 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         services.stop()
         pid_file = base / "airflow" / "mirror-engine" / f"{plan_name}.pid"
         if pid_file.exists():  # a run failed before its finish stage stopped the engine
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            from mirror_engine.replication import SupervisionError, stop_engine
+
+            with contextlib.suppress(SupervisionError):
+                stop_engine(pid_file, timeout_s=10, kill_timeout_s=10)
 
 
 def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_events(kafka_pair, deployment):
@@ -182,7 +187,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         assert ready["rendered_map_index"] == group
         time.sleep(4)  # at least one poll's progress line
         assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.ready", 0)
-        _cockpit_shows_the_live_copy(deployment, source, target)
+        _cockpit_shows_the_live_copy(deployment, source, target, run_id)
 
         # A triggerer restart mid-wait: the wait is taken up again by the new triggerer and still completes.
         services.stop_component("triggerer")
@@ -318,10 +323,11 @@ def open_trigger_form(page, services: AirflowServices, dag_id: str):
     return dialog
 
 
-def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None:
+def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id: str) -> None:
     """While the run's engine copies: the cockpit's overview shows the lag of records written while the flow is
-    paused, and, without a reload, the lag falling to 0 once it is resumed; the migration page refreshes itself
-    and shows every partition and the group's checkpoints."""
+    paused, that it does not converge, and, without a reload, the lag falling to 0 once it is resumed; the
+    migration page and the run's tab say where the run stands and why it waits; the pages follow Airflow's
+    timezone and dark theme."""
     from mirror_engine.flow import ControlChannel
     from mirror_engine.plan import load_plan
     from tests.integration.airflow_services import browser_page
@@ -334,12 +340,19 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None
         time.sleep(4)  # the engine applies it within two seconds
         produce(source, deployment.topic, [(i % 3, b"late", f"late-{i}".encode(), None, NOW + i) for i in range(600)])
         page.goto(f"{services.url}/plugin/kafka-migrations", wait_until="networkidle")
+        # The nav label is whole, not cut to "Kafka mig...".
+        assert page.get_by_text("Migrations", exact=True).count() >= 1
         row = page.frame_locator("iframe").first.locator("tr", has_text=deployment.plan_name)
         _wait_for_text(row, r"\b600 records(?!/)", 60)
+        _wait_for_text(row, "not converging", 60)  # paused: the lag does not fall, so no ETA
         page.screenshot(path=str(REPORTS / "cockpit-overview-paused.png"))
         control.set_flow_state("running")
         _wait_for_text(row, r"(?<![\d,])0 records(?!/)", 90)  # the page refreshes itself: no reload
+        _wait_for_text(row, "caught up", 30)
         page.screenshot(path=str(REPORTS / "cockpit-overview.png"))
+        # A plan whose connection is missing says so in its row, with no exception class.
+        broken = page.frame_locator("iframe").first.locator("tr", has_text="unreachable").inner_text()
+        assert "connection 'kafka_dc1' is not defined" in broken and "Exception" not in broken, broken
 
         page.goto(f"{services.url}/kafka-migrations/plans/{deployment.plan_name}", wait_until="networkidle")
         stamp = page.locator("#totals [data-ms]").get_attribute("data-ms")
@@ -352,7 +365,35 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target) -> None
             assert f"{deployment.topic}[{partition}]" in text
         assert "live engines\n1" in page.locator("#totals").inner_text()
         assert deployment.group in page.locator("#checkpoints").inner_text()
+        # Where the run stands and why it waits: the group's wait, its live condition, time waited and left.
+        _wait_for_text(page.locator("#strip"), r"stage now: .*switch_groups", 30)
+        _wait_for_text(page.locator("#strip"), rf"switch_groups\.ready\[{re.escape(deployment.group)}\]: .*"
+                       r"member\(s\) on the source to stop.*waiting for \d.*timeout in \d", 60)
+        # Lag and rates on two charts, each with its axis and units.
+        _wait_for_text(page.locator("#chart"), r"lag \(records\)[\s\S]*copy rate \(records/s\)", 30)
         page.screenshot(path=str(REPORTS / "cockpit-migration.png"), full_page=True)
+
+        # The run's tab in the Airflow UI: that run's stages, and the same strip.
+        page.goto(f"{services.url}/dags/{deployment.dag_id}/runs/{run_id}/plugin/kafka-migration-run",
+                  wait_until="networkidle")
+        tab = page.frame_locator("iframe").first
+        _wait_for_text(tab.locator("main"), r"Stages[\s\S]*preflight\s+success[\s\S]*switch_groups\s+deferred", 60)
+        assert "Live migration page" in tab.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-run-tab.png"), full_page=True)
+
+        # Airflow's timezone and dark theme, chosen in its UI (kept in the browser's local storage).
+        page.evaluate("localStorage.setItem('timezone', JSON.stringify('Asia/Tokyo')); "
+                      "localStorage.setItem('theme', 'dark')")
+        page.goto(f"{services.url}/plugin/kafka-migrations/kafka-migrations/plans/{deployment.plan_name}",
+                  wait_until="networkidle")
+        frame = page.frame_locator("iframe").first
+        _wait_for_text(frame.locator("#totals"), r"as of \d{4}-\d\d-\d\d.*GMT\+9", 30)
+        assert page.evaluate("document.documentElement.classList.contains('dark')"), "Airflow is not dark"
+        assert frame.locator("html").get_attribute("data-theme") == "dark"
+        background = frame.locator("body").evaluate("el => getComputedStyle(el).backgroundColor")
+        assert sum(int(c) for c in re.findall(r"\d+", background)[:3]) < 150, background
+        page.screenshot(path=str(REPORTS / "cockpit-migration-dark.png"), full_page=True)
+        page.evaluate("localStorage.removeItem('timezone'); localStorage.setItem('theme', 'light')")
 
 
 def _wait_for_text(locator, pattern: str, timeout_s: float) -> None:
@@ -384,13 +425,47 @@ def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployme
     assert status == 200
     group = next(row for row in cutover["groups"] if row["group"] == deployment.group)
     assert group["state"] == "switched" and group["report"]["ok"], group
+    run_id = services.api("GET", f"/dags/{deployment.dag_id}/dagRuns?state=success")[1]["dag_runs"][0]["dag_run_id"]
+    status, links = services.api("GET", f"/dags/{deployment.dag_id}/dagRuns/{run_id}/taskInstances/"
+                                        "switch_groups.switch/links?map_index=0")
+    switch_link = next(link for link in links["extra_links"].values() if link and link.endswith("/cutover"))
     with browser_page(services) as page:
-        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/cutover", wait_until="networkidle")
-        shown = page.locator("table").first.inner_text()
+        # The switch task's extra link opens the cutover page inside the Airflow UI, fitting its frame at 1440 px.
+        page.set_viewport_size({"width": 1440, "height": 1000})
+        page.goto(services.url + switch_link, wait_until="networkidle")
+        assert page.get_by_role("button", name="Browse").count() == 1  # Airflow's own navigation is there
+        frame = page.frame_locator("iframe").first
+        frame.locator("h1", has_text=f"Cutover of {plan}").wait_for()
+        fits = frame.locator("html").evaluate("el => el.scrollWidth <= el.clientWidth")
+        assert fits, "the cutover page is wider than its frame"
+        shown = frame.locator("table").first.inner_text()
         for row in group["report"]["partitions"]:
-            line = next(line for line in shown.splitlines() if line.startswith(f"{row['topic']}\t{row['partition']}"))
-            assert f"{row['source_offset']:,}" in line and f"{row['target_offset']:,}" in line and "ok" in line, line
+            line = next(line for line in shown.splitlines() if line.startswith(f"{row['topic']}[{row['partition']}]"))
+            assert "\tok\t" in line, line
+            assert f"{row['source_offset']:,}" in line and f"{row['target_offset']:,}" in line, line
+        assert "group's consumer lag" in shown and "src → tgt: verified" in frame.locator("main").inner_text()
         page.screenshot(path=str(REPORTS / "cockpit-cutover.png"), full_page=True)
+        # The cutover page refreshes itself (its main part replaced in place, without a reload).
+        frame.locator("main").evaluate("el => el.firstElementChild.setAttribute('data-old', '1')")
+        deadline = time.monotonic() + 30
+        while frame.locator("main [data-old]").count():
+            assert time.monotonic() < deadline, "the cutover page did not refresh by itself"
+            time.sleep(0.5)
+
+        # The finished run's tab shows that run: its stages and the switch report it produced.
+        page.goto(f"{services.url}/kafka-migrations/runs/{deployment.dag_id}/{run_id}", wait_until="networkidle")
+        text = page.locator("main").inner_text()
+        assert re.search(r"Run \S+: success", text) and re.search(r"finish\s+success", text), text
+        assert f"Group {deployment.group}: switched" in text and "verified" in text, text
+        page.screenshot(path=str(REPORTS / "cockpit-run-finished.png"), full_page=True)
+
+        # A plan whose connection is missing, and a plan that does not exist: pages that say why, no 500.
+        response = page.goto(f"{services.url}/kafka-migrations/plans/unreachable/cutover", wait_until="networkidle")
+        assert response.status != 500 and "connection 'kafka_dc1' is not defined" in page.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-missing-connection.png"))
+        response = page.goto(f"{services.url}/kafka-migrations/plans/no-such-plan", wait_until="networkidle")
+        assert response.status == 404 and "no migration plan named 'no-such-plan'" in page.locator("main").inner_text()
+        assert str(deployment.plan_file.parent) not in page.content()
 
         # Records lost on the target (its first 5 in partition 0), then the plan's validation DAG.
         admin = AdminClient(target.client_config())
@@ -422,3 +497,67 @@ def _get_json(services: AirflowServices, path: str) -> tuple[int, Any]:
     request = urllib.request.Request(services.url + path, headers={"Authorization": f"Bearer {services.token()}"})
     with urllib.request.urlopen(request, timeout=120) as response:
         return response.status, json.loads(response.read())
+
+
+def test_the_switch_waits_for_an_approval_approved_in_the_ui_and_a_rejection_leaves_the_engine_copying(deployment):
+    """A run that asks for an approval stops before the switch with the summary a person decides on; approved
+    from the UI's Required Actions page, the switch runs and the cockpit names who approved; a second run
+    rejected skips the cutover and the finish stage, so the engine keeps copying."""
+    from tests.integration.airflow_services import browser_page
+
+    services, dag_id, plan = deployment.services, deployment.dag_id, deployment.plan_name
+    stages = ["preflight", "prepare", "replicate", "catch_up", "checkpoints", "switch_groups", "switch_producers",
+              "finish"]  # no validation: an earlier test damaged the target's copy on purpose
+    conf = {"groups": [deployment.group], "producer_topics": [], "wait_timeout_s": 300, "approve_switch": True,
+            "stages": stages}
+    run_id = services.trigger(dag_id, conf)
+    _wait_for_state(services, dag_id, run_id, "approve.switch", "awaiting_input", 400)
+    status, detail = services.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/approve.switch/-1/hitlDetails")
+    assert status == 200, detail
+    for fact in ("**Lag**", "**Validation**", f"**Checkpoints of {deployment.group}**", "**To switch**"):
+        assert fact in detail["body"], detail["body"]
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}", wait_until="networkidle")
+        _wait_for_text(page.locator("#strip"), "Waiting for a person.*Required Actions", 30)
+        page.screenshot(path=str(REPORTS / "cockpit-awaiting-approval.png"))
+        page.goto(f"{services.url}/required_actions", wait_until="networkidle")
+        page.get_by_role("link", name=re.compile(r"approve\.switch|^switch$")).first.click()
+        page.get_by_role("button", name="Approve").wait_for()
+        page.screenshot(path=str(REPORTS / "airflow-required-action.png"), full_page=True)
+        page.get_by_role("button", name="Approve").click()
+        assert services.wait_for_run(dag_id, run_id, 400) == "success", services.task_instances(dag_id, run_id)
+        states = {ti["task_id"]: ti["state"] for ti in services.task_instances(dag_id, run_id)}
+        assert states["switch_groups.switch"] == "success" and states["finish.stop_engine"] == "success", states
+        page.goto(f"{services.url}/kafka-migrations/plans/{plan}/cutover", wait_until="networkidle")
+        assert re.search(r"Switch approved by admin at \d{4}-", page.locator("main").inner_text())
+        page.goto(f"{services.url}/kafka-migrations/runs/{dag_id}/{run_id}", wait_until="networkidle")
+        assert "Switch approved by admin" in page.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-run-approved.png"), full_page=True)
+
+    rejected = services.trigger(dag_id, conf)
+    _wait_for_state(services, dag_id, rejected, "approve.switch", "awaiting_input", 400)
+    # As a person would, not within the second: an answer before the executor reports the parked task's process
+    # done is failed by Airflow 3.3 on that stale report (apache/airflow#72716; the task's retry asks again).
+    time.sleep(8)
+    status, body = services.api("PATCH", f"/dags/{dag_id}/dagRuns/{rejected}/taskInstances/approve.switch/-1/"
+                                "hitlDetails", {"chosen_options": ["Reject"]})
+    assert status == 200, body
+    assert services.wait_for_run(dag_id, rejected, 300) == "success"
+    states = {ti["task_id"]: ti["state"] for ti in services.task_instances(dag_id, rejected)}
+    assert all(states[t] == "skipped" for t in states if t.split(".")[0] in ("switch_groups", "switch_producers",
+                                                                               "finish")), states
+    time.sleep(3)
+    status, snapshot = _get_json(services, f"/kafka-migrations/api/plans/{plan}")
+    # The engine the run started still runs (finish skipped); the earlier run switched the topic's producers, so it
+    # has nothing left to copy here, but it is live and running.
+    assert status == 200 and [engine["state"] for engine in snapshot["engines"]] == ["running"], snapshot
+    status, cutover = _get_json(services, f"/kafka-migrations/api/plans/{plan}/cutover")
+    assert cutover["approvals"][0]["report"]["decision"] == "rejected", cutover["approvals"]
+    _stop_engine(services, plan)
+
+
+def _stop_engine(services: AirflowServices, plan: str) -> None:
+    """Stop the engine a run left running, while the brokers still answer (it exits at once then)."""
+    from mirror_engine.replication import stop_engine
+
+    stop_engine(services.home / "mirror-engine" / f"{plan}.pid", timeout_s=60)

@@ -3,19 +3,69 @@
 
 from __future__ import annotations
 
-from kafka_migration.cockpit import pages
+from kafka_migration.cockpit import migration_pages, pages
 
 
 def test_numbers_carry_units_and_thousands_separators():
     assert pages.count(1234567, "records") == "1,234,567 records"
     assert pages.count(2.5, "records/s") == "2.5 records/s"
     assert pages.count(None) == pages.NONE
-    assert pages.duration(42) == "42 s" and pages.duration(600) == "10 min" and pages.duration(7200) == "2.0 h"
-    assert pages.duration(None).startswith("never")
+    assert pages.duration(42) == "42 s" and pages.duration(600) == "10 min" and pages.duration(7200) == "2 h"
+    assert pages.duration(None) == pages.NONE
 
 
-def test_the_history_chart_draws_both_lines_and_waits_for_two_points():
-    assert "<svg" not in pages.history_chart([{"t_ms": 0, "lag": 5, "records_per_s": 1.0}])
-    chart = pages.history_chart([{"t_ms": 0, "lag": 500, "records_per_s": 10.0},
-                                 {"t_ms": 10_000, "lag": 0, "records_per_s": 50.0}])
-    assert chart.count("<polyline") == 2 and "up to 500 records" in chart and "up to 50 records/s" in chart
+def test_lag_and_rates_are_charted_on_separate_labelled_axes_and_wait_for_two_points():
+    assert "<svg" not in migration_pages.history_charts([{"t_ms": 0, "lag": 5, "records_per_s": 1.0,
+                                                          "write_rate": 1.0}])
+    charts = migration_pages.history_charts([
+        {"t_ms": 0, "lag": 180, "records_per_s": 7160.0, "write_rate": 200.0},
+        {"t_ms": 10_000, "lag": 260, "records_per_s": 200.0, "write_rate": 200.0},
+        {"t_ms": 20_000, "lag": 60, "records_per_s": 210.0, "write_rate": 200.0}])
+    lag_chart, rate_chart = charts.split("</svg>")[:2]
+    assert lag_chart.count("<polyline") == 1 and "lag (records)" in lag_chart
+    assert ">500</text>" in lag_chart and ">250</text>" in lag_chart and ">0</text>" in lag_chart  # y-axis ticks
+    assert lag_chart.count("data-hm=") == 3  # x-axis: times
+    assert rate_chart.count("<polyline") == 2 and "copy rate (records/s)" in rate_chart
+    assert "source writes (records/s)" in rate_chart and ">10,000</text>" in rate_chart
+
+
+def _snapshot(partitions: int) -> dict:
+    return {
+        "plan": "big", "source": "src", "target": "tgt", "flow_state": "running", "switched_topics": [],
+        "engines": [{"worker": "w1", "state": "running", "partitions": partitions, "records_per_s": 10.0,
+                     "updated_ms": 1}],
+        "engines_seen": 1, "lag": partitions, "lag_ms": 1000, "records_per_s": 10.0, "write_rate": 5.0,
+        "eta_s": None, "eta": "not converging", "problems": [], "stopped_partitions": 1,
+        "partition_count": partitions,
+        "partitions": [{"topic": f"topic-{i // 10}", "partition": i % 10, "source_end": 100, "copied": 99,
+                        "lag": i % 7, "lag_ms": 1000, "latency_ms": None, "records_per_s": 0.0,
+                        "stopped": "not authorized" if i == 4321 else ""} for i in range(partitions)],
+        "backfills": [], "history": [], "checkpoints": [], "at_ms": 1_800_000_000_000,
+    }
+
+
+def test_a_migration_of_10000_partitions_renders_one_page_of_them_stopped_and_most_behind_first():
+    html = migration_pages.migration_page(_snapshot(10_000), "", "/kafka-migrations/")
+    section = html.split("<div id='partitions'>")[1].split("<h2>")[0]
+    rows = section.count("<tr>") - 1  # the header row
+    assert rows == 50 and "page 1 of 200 (10,000 partitions)" in section
+    first = section.split("<tr>")[2]
+    assert "topic-432[1]" in first and "not authorized" in first  # the stopped partition leads
+    assert "?page=2" in section
+
+
+def test_the_status_strip_names_the_stage_and_each_wait_and_a_finished_run_its_result():
+    from kafka_migration.cockpit.runs import RunRecord, Stage
+
+    running = RunRecord("kafka_migration__big", "manual__1", "running", 1_800_000_000_000, None, [
+        Stage("preflight", "success", 1, 2, []),
+        Stage("catch_up", "deferred", 3, None, [{"task": "catch_up.wait_for_lag", "state": "deferred", "try": 1}])],
+        [])
+    strip = migration_pages.status_strip("big", running, ["catch_up.wait_for_lag: lag 180 > 0; waiting for 3 min "
+                                                          "20 s; timeout in 56 min"], "/kafka-migrations/")
+    assert "stage now: <b>catch_up</b>" in strip and "Waiting: catch_up.wait_for_lag: lag 180" in strip
+    failed = RunRecord("kafka_migration__big", "manual__1", "failed", 1_000, 61_000, [
+        Stage("switch_groups", "failed", 1, 2, [])], [])
+    strip = migration_pages.status_strip("big", failed, [], "/kafka-migrations/")
+    assert "failed</span>" in strip and "after 1 min" in strip and "failed in switch_groups" in strip
+    assert "No migration run yet" in migration_pages.status_strip("big", None, [], "/kafka-migrations/")

@@ -1,94 +1,58 @@
 """The cockpit: a FastAPI app mounted in Airflow's api-server at /kafka-migrations, behind Airflow's login.
 
 Every route depends on Airflow's own `get_user` (the UI's session cookie or a bearer token), so a request
-without a valid session gets 401. Data comes from `mirror_engine.observe.flow_view` over the plans the DAGs are
-built from; one `FlowView` per plan is kept (warm clients, incremental reads), each behind its own lock.
+without a valid session gets 401. Data comes from `mirror_engine.observe.FlowView` over the plans the DAGs are
+built from (`views.py`) and from Airflow's own run records (`runs.py`). A page that cannot be built answers with
+a page saying why and what to do, never a 500 or a server path.
 """
 
 from __future__ import annotations
 
-import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from airflow.api_fastapi.core_api.security import get_user
-from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
 
-from kafka_migration.cockpit import pages
+from kafka_migration.cockpit import migration_pages, pages
 from kafka_migration.cockpit.links import PREFIX
+from kafka_migration.cockpit.runs import Waits, read_run
+from kafka_migration.cockpit.views import PlanUnavailable, Views
 from kafka_migration.plan_dags import migration_dag_id, plan_of, plans_folder
 
-
-class Views:
-    """The plans of the plans folder and a kept FlowView for each (built on first use)."""
-
-    def __init__(self) -> None:
-        self._views: dict[str, Any] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    def plan_files(self) -> dict[str, Path]:
-        from mirror_engine.plan import PlanError, load_plan
-
-        files = {}
-        for plan_file in sorted(plans_folder().glob("*.yaml")):
-            try:
-                files[load_plan(plan_file).name] = plan_file
-            except PlanError:
-                files[plan_file.stem] = plan_file  # shown with its problem
-        return files
-
-    def run(self, plan: str, action: Any) -> Any:
-        """`action(view)` on the plan's FlowView, one caller at a time per plan."""
-        with self._guard:
-            lock = self._locks.setdefault(plan, threading.Lock())
-        with lock:
-            view = self._views.get(plan)
-            if view is None:
-                plan_file = self.plan_files().get(plan)
-                if plan_file is None:
-                    raise HTTPException(404, f"no migration plan named {plan!r} in {plans_folder()}")
-                from kafka_migration.hooks.plan import MigrationPlanHook
-                from mirror_engine.observe import FlowView
-
-                hook = MigrationPlanHook(str(plan_file))
-                view = self._views[plan] = FlowView(hook.plan, *hook.client_configs())
-            return action(view)
-
+__all__ = ["app", "plans_folder"]
 
 VIEWS = Views()
+WAITS = Waits()
 app = FastAPI(title="Kafka migrations", dependencies=[Depends(get_user)])
 
 
 def latest_stage(plan: str) -> str:
-    """The state of the plan's latest migration run and the task groups it is in (from Airflow's database)."""
-    from airflow.models.dagrun import DagRun
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.utils.session import create_session
+    """The state of the plan's latest migration run and the stages it is in (from Airflow's database)."""
+    run = read_run(migration_dag_id(plan))
+    if run is None:
+        return "never run"
+    if run.state != "running":
+        return run.state
+    return "running: " + (", ".join(run.current) or "between tasks")
 
-    with create_session() as session:
-        run = (session.query(DagRun).filter(DagRun.dag_id == migration_dag_id(plan))
-               .order_by(DagRun.id.desc()).first())
-        if run is None:
-            return "never run"
-        if run.state != "running":
-            return f"{run.state}"
-        active = session.query(TaskInstance.task_id).filter(
-            TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id,
-            TaskInstance.state.in_(["running", "deferred", "queued", "up_for_retry"])).all()
-        stages = sorted({task_id.split(".")[0] for (task_id,) in active})
-        return "running: " + (", ".join(stages) or "between tasks")
+
+def strip(plan: str, run_id: str | None = None) -> str:
+    """The status strip of the plan's latest run (or of `run_id`), its waits read live."""
+    run = read_run(migration_dag_id(plan), run_id)
+    sentences = WAITS.sentences(run.dag_id, run.waits) if run is not None and run.waits else []
+    return migration_pages.status_strip(plan, run, sentences, PREFIX, this_run=run_id is not None)
 
 
 def plan_row(plan: str) -> dict[str, Any]:
     try:
         snapshot = VIEWS.run(plan, lambda view: view.snapshot())
         row = {key: snapshot[key] for key in ("plan", "flow_state", "engines", "lag", "lag_ms", "records_per_s",
-                                              "eta_s", "problems")}
-    except Exception as error:  # one unreachable or broken plan must not hide the others
-        row = {"plan": plan, "error": f"{type(error).__name__}: {error}"}
+                                              "eta_s", "eta", "problems")}
+    except PlanUnavailable as error:  # one unreachable or broken plan must not hide the others
+        row = {"plan": plan, "error": str(error)}
     row["stage"] = latest_stage(plan)
     return row
 
@@ -100,11 +64,19 @@ def overview_data() -> list[dict[str, Any]]:
         return list(pool.map(plan_row, plans))
 
 
+@app.exception_handler(PlanUnavailable)
+def plan_unavailable(request: Request, error: PlanUnavailable) -> HTMLResponse | JSONResponse:
+    if "/api/" in request.url.path:
+        return JSONResponse({"detail": str(error)}, status_code=error.status)
+    plan = request.path_params.get("plan")
+    return HTMLResponse(pages.error_page(f"Migration {plan}" if plan else "Kafka migrations", str(error), PREFIX,
+                                         plan if error.status != 404 else None), status_code=error.status)
+
+
 @app.get("/", response_class=HTMLResponse)
 def overview() -> str:
     rows = pages.overview_rows(overview_data(), PREFIX)
-    return pages.page("Kafka migrations", f"<div id='rows'>{rows}</div>",
-                      script=f"refresh('{PREFIX}api/overview/parts', ['rows'], 5000);")
+    return pages.page("Kafka migrations", f"<div id='rows'>{rows}</div>", refresh_ms=5000)
 
 
 @app.get("/api/overview")
@@ -112,14 +84,10 @@ def overview_json() -> list[dict[str, Any]]:
     return overview_data()
 
 
-@app.get("/api/overview/parts")
-def overview_parts() -> dict[str, str]:
-    return {"rows": pages.overview_rows(overview_data(), PREFIX)}
-
-
 @app.get("/plans/{plan}", response_class=HTMLResponse)
-def migration(plan: str) -> str:
-    return pages.migration_page(VIEWS.run(plan, lambda view: view.snapshot()), PREFIX)
+def migration(plan: str, page: int = 1, q: str = "") -> str:
+    snapshot = VIEWS.run(plan, lambda view: view.snapshot())
+    return migration_pages.migration_page(snapshot, strip(plan), PREFIX, page, q)
 
 
 @app.get("/api/plans/{plan}")
@@ -127,14 +95,9 @@ def migration_json(plan: str) -> dict[str, Any]:
     return VIEWS.run(plan, lambda view: view.snapshot())
 
 
-@app.get("/api/plans/{plan}/parts")
-def migration_parts(plan: str) -> dict[str, str]:
-    return pages.migration_parts(VIEWS.run(plan, lambda view: view.snapshot()))
-
-
 @app.get("/plans/{plan}/cutover", response_class=HTMLResponse)
 def cutover(plan: str) -> str:
-    return pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX)
+    return migration_pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX)
 
 
 @app.get("/api/plans/{plan}/cutover")
@@ -157,15 +120,22 @@ def validations_json(plan: str) -> list[dict[str, Any]]:
     return VIEWS.run(plan, lambda view: view.validations())
 
 
-@app.get("/runs/{dag_id}/{run_id}")
-def run_page(dag_id: str, run_id: str) -> RedirectResponse:
-    """A DAG run's tab: the migration page of its plan (validation runs: the plan's validations)."""
+@app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
+def run_page(dag_id: str, run_id: str) -> str:
+    """A DAG run's tab: that run's stages, times and reports (a validation run: the plan's validations)."""
     plan = plan_of(dag_id)
     if plan is None:
-        return RedirectResponse(PREFIX)
-    return RedirectResponse(f"{PREFIX}plans/{plan}" + ("/validations" if "_validate__" in dag_id else ""))
-
-
-@app.exception_handler(HTTPException)
-def not_found(_request: Any, error: HTTPException) -> JSONResponse:
-    return JSONResponse({"detail": error.detail}, status_code=error.status_code)
+        return pages.error_page("Kafka migrations", f"The DAG {dag_id} is not a migration of a plan; see All "
+                                "migrations.", PREFIX)
+    if "_validate__" in dag_id:
+        return validations(plan)
+    run = read_run(dag_id, run_id)
+    if run is None:
+        raise PlanUnavailable(f"Airflow has no run {run_id} of {dag_id}.", 404)
+    end_ms = run.end_ms or int(time.time() * 1000)
+    try:
+        produced: dict[str, Any] | str = VIEWS.run(
+            plan, lambda view: view.stored_between(run.start_ms or 0, end_ms))
+    except PlanUnavailable as error:
+        produced = str(error)
+    return migration_pages.run_page(plan, run, strip(plan, run_id), produced, PREFIX)
