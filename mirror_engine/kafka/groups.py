@@ -113,14 +113,7 @@ def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -
             lambda: admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group].result(), timeout_s)
     except KafkaException as error:
         raise GroupError(f"reading the offsets of group {group!r} failed: {error.args[0].str()}") from None
-    offsets = {}
-    for tp in result.topic_partitions or []:
-        if tp.error is not None:
-            raise GroupError(f"reading the offset of group {group!r} on {tp.topic}[{tp.partition}] failed: "
-                             f"{tp.error.str()}")
-        if tp.offset >= 0:
-            offsets[(tp.topic, tp.partition)] = tp.offset
-    return offsets
+    return _offsets_of(group, result)
 
 
 def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, int],
