@@ -63,12 +63,6 @@ class DeliveryMode(Protocol):
         """Store the final progress (or commit the last transaction) before the clients close."""
 
 
-# A producer whose transactional id another one took over: what a run of the same flow started elsewhere causes.
-FENCED = frozenset({KafkaError.PRODUCER_FENCED, KafkaError._FENCED})
-FENCED_BY_ANOTHER = ("another engine of this flow started with the same transactional id (a second `run` of the plan, "
-                     "or a worker with the same --worker-id) and fenced this one: its open transaction is aborted; run "
-                     "one engine per flow and unique worker ids")
-
 
 def transactional_id(plan: MigrationPlan, member: str) -> str:
     # The id outlives the process: a member restarted with the same id (the single engine of a flow, or a
@@ -164,11 +158,8 @@ class Transactional:
             error = raised if isinstance(raised, KafkaException) else raised.__cause__
             if not isinstance(error, KafkaException):
                 raise
-            if error.args[0].code() in FENCED:
-                self.faults.fatal = FENCED_BY_ANOTHER
-            elif not self.faults.fatal:  # the first fatal error says why (the producer's own callback may have)
-                self.faults.fatal = f"committing the transaction on the target failed (nothing of it counts as " \
-                                    f"copied): {error}"
+            self.faults.producer_failed(error.args[0], f"committing the transaction on the target failed (nothing of "
+                                                       f"it counts as copied): {error}")
 
     def store_start(self, keys: list[TopicPartitionKey]) -> None:
         # Committed on its own, before the partitions' first records join a transaction.

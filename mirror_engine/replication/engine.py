@@ -31,8 +31,6 @@ from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
 from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import (
-    FENCED,
-    FENCED_BY_ANOTHER,
     AtLeastOnce,
     DeliveryMode,
     Transactional,
@@ -287,11 +285,9 @@ class Replicator:
 
     # ------------------------------------------------------------------ clients' errors
     def _on_target_error(self, error: KafkaError) -> None:
-        if error.fatal() and error.code() in FENCED:
-            self.faults.fatal = FENCED_BY_ANOTHER
-        elif error.fatal():
-            self.faults.fatal = f"the target producer hit a fatal error (nothing after the last acknowledged record " \
-                                f"counts as copied): {error.str()}"
+        if error.fatal():
+            self.faults.producer_failed(error, f"the target producer hit a fatal error (nothing after the last "
+                                               f"acknowledged record counts as copied): {error.str()}")
         elif error.code() == KafkaError._ALL_BROKERS_DOWN:
             self.outages.began(self.plan.target.alias, self.target_config.get("bootstrap.servers"))
         else:

@@ -7,11 +7,20 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from confluent_kafka import KafkaError
+
 log = logging.getLogger("mirror_engine.replication.engine")
 
 
 class EngineError(RuntimeError):
     """The engine cannot go on; the message says what to do."""
+
+
+# A producer whose transactional id another one took over: what a run of the same flow started elsewhere causes.
+FENCED = frozenset({KafkaError.PRODUCER_FENCED, KafkaError._FENCED})
+FENCED_BY_ANOTHER = ("another engine of this flow started with the same transactional id (a second `run` of the plan, "
+                     "or a worker with the same --worker-id) and fenced this one: its open transaction is aborted; run "
+                     "one engine per flow and unique worker ids")
 
 
 @dataclass
@@ -22,6 +31,14 @@ class Faults:
     fatal: str = ""
     last_error: str = ""
     blocked_topics: dict[str, str] = field(default_factory=dict)
+
+    def producer_failed(self, error: KafkaError, sentence: str) -> None:
+        """A fatal error of the target producer, wherever it surfaced (a callback, a commit, a status write):
+        fencing is said as such whatever was seen first; otherwise the first fatal error says why."""
+        if error.code() in FENCED:
+            self.fatal = FENCED_BY_ANOTHER
+        elif not self.fatal:
+            self.fatal = sentence
 
 
 @dataclass

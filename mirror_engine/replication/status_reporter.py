@@ -152,7 +152,12 @@ class StatusReporter:
             pass
         except KafkaException as error:
             if not exiting:
-                raise
+                if not error.args[0].fatal():
+                    raise
+                # The producer failed fatally (fenced by another engine of the flow, say): the engine stops with
+                # the reason, and its last status is written on the way out (below).
+                self.faults.producer_failed(error.args[0], f"writing the status failed: {error.args[0].str()}")
+                return
             # The producer failed fatally: a short-lived one still tells the status readers why it stopped,
             # instead of leaving "running" as the flow's last word.
             log.debug("status through the engine's producer failed (%s): writing it with a new one", error)
