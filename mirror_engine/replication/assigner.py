@@ -92,7 +92,7 @@ class PartitionAssigner:
         partitions the group just `offered`, which must all be assigned (those that cannot be copied paused)."""
         if offered is None:
             wanted = {key for key in self.plan_partitions() if key[0] not in self.control.switched_topics}
-            new = sorted(wanted - set(self.states))
+            new = self._on_the_target(sorted(wanted - set(self.states)))
             held = self.hold_for_backfill(new)
             new = [key for key in new if key not in held]
         else:  # the subscription leaves out switched topics and those waiting for their backfill
@@ -247,6 +247,27 @@ class PartitionAssigner:
                          topic, {p: recorded[p][0] for p in sorted(missing)})
             held.update((topic, p) for p in partitions)
         return held
+
+    def _on_the_target(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
+        """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
+        (partitions added a moment ago): those wait for the next refresh, which prepares them, instead of asking
+        the target for offsets of partitions it does not have until the request times out."""
+        if not keys:
+            return keys
+        alias = self.plan.source.alias
+        targets = {topic: self.policy.format_remote_topic(alias, topic) for topic, _ in keys}
+        names = set(targets.values())
+        admin = self.clients.target_admin
+        # One topic is asked alone; several in one request for every topic (not one request per topic).
+        shown = (admin.list_topics(next(iter(names)), timeout=15) if len(names) == 1
+                 else admin.list_topics(timeout=15)).topics
+        ready = [(topic, partition) for topic, partition in keys
+                 if (meta := shown.get(targets[topic])) is not None and meta.error is None
+                 and partition in meta.partitions]
+        if len(ready) < len(keys):
+            log.info("%d new partition(s) not on the target yet: copied once the next refresh prepared them",
+                     len(keys) - len(ready))
+        return ready
 
     def describe_targets(self, topics: list[str]) -> None:
         """Learn the target topics' record limits (lowering the producer's batches to fit) and timestamp types."""
