@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -80,24 +80,11 @@ def undescribable_groups(admin: AdminClient, groups: list[str], timeout_s: float
     """The groups among `groups` this principal lacks DESCRIBE on, which reading their offsets needs (the broker
     answers such a group GROUP_AUTHORIZATION_FAILED, whether it exists or not)."""
     denied: list[str] = []
-    pending = list(groups)
-    deadline = time.monotonic() + timeout_s
-    while pending:
-        retry = []
-        for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
-            try:
-                future.result()
-            except KafkaException as error:
-                code = error.args[0].code()
-                if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                    denied.append(group)
-                elif code in _COORDINATOR_MOVING and time.monotonic() < deadline:
-                    retry.append(group)
-                else:
-                    raise
-        pending = retry
-        if pending:
-            time.sleep(0.3)
+    for group, answer in _described(admin, groups, timeout_s).items():
+        if isinstance(answer, KafkaError):
+            if answer.code() != KafkaError.GROUP_AUTHORIZATION_FAILED:
+                raise KafkaException(answer)
+            denied.append(group)
     return sorted(denied)
 
 
@@ -148,25 +135,35 @@ def describe_groups(admin: AdminClient, groups: list[str], timeout_s: float = 15
     """Each group's state, described in one request per coordinator; a group that cannot be described gets its
     GroupError (naming it) instead of stopping the others."""
     states: dict[str, GroupState | GroupError] = {}
+    for group, answer in _described(admin, groups, timeout_s).items():
+        if isinstance(answer, KafkaError):
+            states[group] = GroupError(f"describing group {group!r} failed: {answer.str()}")
+        else:
+            state = getattr(answer.state, "name", str(answer.state))
+            states[group] = GroupState(group, state, len(answer.members))
+    return states
+
+
+def _described(admin: AdminClient, groups: list[str], timeout_s: float) -> dict[str, Any]:
+    """Each group's description, or the error it was answered with; a coordinator that is moving or loading is
+    asked again until `timeout_s`."""
+    answers: dict[str, Any] = {}
     pending = list(groups)
     deadline = time.monotonic() + timeout_s
     while pending:
         retry = []
         for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
             try:
-                description = future.result()
+                answers[group] = future.result()
             except KafkaException as error:
                 if error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
                     retry.append(group)
                 else:
-                    states[group] = GroupError(f"describing group {group!r} failed: {error.args[0].str()}")
-                continue
-            state = getattr(description.state, "name", str(description.state))
-            states[group] = GroupState(group, state, len(description.members))
+                    answers[group] = error.args[0]
         pending = retry
         if pending:
             time.sleep(0.3)
-    return states
+    return answers
 
 
 def _offsets_of(group: str, result: ConsumerGroupTopicPartitions) -> dict[TopicPartitionKey, int]:
