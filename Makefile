@@ -52,7 +52,7 @@ unit: $(VENV)/.installed
 
 test: setup lint
 	./scripts/ensure-system-deps.sh --browser
-	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=30 tests
 
 clean:
 	rm -rf $(VENV) .cache .airflow .local-kafka reports

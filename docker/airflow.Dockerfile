@@ -5,11 +5,11 @@
 FROM apache/airflow:3.3.2-python3.11
 
 USER root
-# Headless OpenJDK 17 from Debian. JAVA_HOME goes through an architecture-independent link, so the image
+# Headless OpenJDK 17 from Debian (no Maven: Spark resolves the jobs' jars itself, through --packages). JAVA_HOME goes through an architecture-independent link, so the image
 # builds on amd64 and arm64 alike. (mkdir: slim images lack the man folder some JDK postinst steps need.)
 RUN mkdir -p /usr/share/man/man1 \
  && apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
  && ln -sfn "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /usr/lib/jvm/java-17 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
