@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+
 from kafka_migration.cockpit import migration_pages, pages
+
+from mirror_engine.observe import FlowView
 
 
 def test_numbers_carry_units_and_thousands_separators():
@@ -40,18 +44,37 @@ def _snapshot(partitions: int) -> dict:
         "partitions": [{"topic": f"topic-{i // 10}", "partition": i % 10, "source_end": 100, "copied": 99,
                         "lag": i % 7, "lag_ms": 1000, "latency_ms": None, "records_per_s": 0.0,
                         "stopped": "not authorized" if i == 4321 else ""} for i in range(partitions)],
-        "backfills": [], "history": [], "checkpoints": [], "at_ms": 1_800_000_000_000,
+        "backfills": [{"topic": f"topic-{i // 10}", "partition": i % 10, "snapshot_offset": 50, "state": "waiting",
+                       "copied": 0} for i in range(partitions)],
+        "history": [],
+        "checkpoints": [{"group": f"group-{g}", "partitions": 8, "newest_ms": 1_799_999_000_000 + g,
+                         "oldest_ms": 1_799_998_000_000} for g in range(partitions // 10)],
+        "at_ms": 1_800_000_000_000,
     }
 
 
 def test_a_migration_of_10000_partitions_renders_one_page_of_them_stopped_and_most_behind_first():
-    html = migration_pages.migration_page(_snapshot(10_000), "", "/kafka-migrations/")
+    html = migration_pages.migration_page(FlowView.page_of(_snapshot(10_000)), "", "/kafka-migrations/")
     section = html.split("<div id='partitions'>")[1].split("<h2>")[0]
     rows = section.count("<tr>") - 1  # the header row
     assert rows == 50 and "page 1 of 200 (10,000 partitions)" in section
     first = section.split("<tr>")[2]
     assert "topic-432[1]" in first and "not authorized" in first  # the stopped partition leads
     assert "?page=2" in section
+
+
+def test_a_migration_page_and_its_api_answer_stay_the_same_size_from_1000_to_10000_partitions():
+    """Partitions, backfills and the groups' checkpoints: one page of each, with their counts; the groups
+    checkpointed longest ago first."""
+    sizes = {}
+    for partitions in (1_000, 10_000):
+        shown = FlowView.page_of(_snapshot(partitions), page=3)
+        html = migration_pages.migration_page(shown, "", "/kafka-migrations/")
+        sizes[partitions] = (html.count("<tr>"), len(html) // 1000, len(json.dumps(shown)) // 1000)
+        assert shown["page"] == 3 and len(shown["partitions"]) == 50
+        assert shown["checkpoint_groups"] == partitions // 10 and shown["checkpoints"][0]["group"] == "group-0"
+        assert f"50 of {partitions // 10:,} groups" in html and f"50 of {partitions:,} partitions held" in html
+    assert sizes[1_000] == sizes[10_000], sizes
 
 
 def test_the_status_strip_names_the_stage_and_each_wait_and_a_finished_run_its_result():

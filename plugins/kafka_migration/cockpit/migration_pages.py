@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 from kafka_migration.cockpit.pages import NONE, count, duration, esc, flow_arrow, page, plan_nav, table
 from kafka_migration.cockpit.runs import ACTIVE, RunRecord
 from kafka_migration.plan_dags import migration_dag_id
-from mirror_engine.observe import partition_page
 
 
 # ------------------------------------------------------------------ status strip
@@ -117,9 +116,10 @@ def history_charts(history: list[dict[str, float]]) -> str:
             f"<span data-ms='{history[0]['t_ms']}'></span></p>")
 
 
-def partitions_section(snapshot: dict[str, Any], prefix: str, page_no: int, contains: str) -> str:
-    """One page of partitions, stopped and most behind first, with a filter and page links."""
-    rows, shown, pages = partition_page(snapshot["partitions"], page_no, contains=contains)
+def partitions_section(snapshot: dict[str, Any], prefix: str) -> str:
+    """The snapshot's page of partitions (`FlowView.page_of`: stopped and most behind first), with a filter and
+    page links."""
+    rows, shown, pages, contains = snapshot["partitions"], snapshot["page"], snapshot["pages"], snapshot["filter"]
     body = []
     for row in rows:
         name = f"{esc(row['topic'])}[{row['partition']}]"
@@ -148,27 +148,35 @@ def partitions_section(snapshot: dict[str, Any], prefix: str, page_no: int, cont
                     body, numeric={1, 2, 3, 6}, empty="no partitions to copy" if not contains else "none matches"))
 
 
+def _more(shown: int, total: int, what: str) -> str:
+    return f"<p class='muted'>{shown:,} of {total:,} {what} shown</p>" if total > shown else ""
+
+
 def backfills_table(snapshot: dict[str, Any]) -> str:
     rows = [[f"{esc(b['topic'])}[{b['partition']}]", esc(b["state"]), count(b["copied"]),
-             count(b["snapshot_offset"])] for b in snapshot["backfills"][:200]]
+             count(b["snapshot_offset"])] for b in snapshot["backfills"]]
     return table(["partition", "backfill", "copied to", "snapshot offset"], rows, numeric={2, 3},
-                 empty="no partition held for a backfill")
+                 empty="no partition held for a backfill") + _more(len(rows), snapshot["backfill_partitions"],
+                                                                  "partitions held for a backfill")
 
 
 def checkpoints_table(snapshot: dict[str, Any]) -> str:
+    """The groups whose newest checkpoint is the oldest first (`FlowView.page_of` keeps a page of them)."""
     now_ms = snapshot["at_ms"]
     rows = [[esc(c["group"]), count(c["partitions"]), f"<span data-ms='{c['newest_ms']}'></span>",
              duration((now_ms - c["oldest_ms"]) / 1000)] for c in snapshot["checkpoints"]]
     return table(["group", "partitions", "newest checkpoint", "oldest partition's checkpoint age"], rows,
-                 numeric={1}, empty="no checkpoints written yet")
+                 numeric={1}, empty="no checkpoints written yet") + _more(
+        len(rows), snapshot["checkpoint_groups"], "groups (those checkpointed longest ago first)")
 
 
-def migration_page(snapshot: dict[str, Any], strip: str, prefix: str, page_no: int = 1, contains: str = "") -> str:
+def migration_page(snapshot: dict[str, Any], strip: str, prefix: str) -> str:
+    """The live page of a plan from `FlowView.page_of(snapshot, page, filter)`: bounded whatever the plan's size."""
     body = (strip + f"<p>{flow_arrow(snapshot['source'], snapshot['target'])}</p>"
             f"<div id='totals'>{totals_cards(snapshot)}</div>"
             f"<h2>Lag and rates</h2><div id='chart'>{history_charts(snapshot['history'])}</div>"
             f"<h2>Partitions (stopped, then most behind, first)</h2>"
-            f"<div id='partitions'>{partitions_section(snapshot, prefix, page_no, contains)}</div>"
+            f"<div id='partitions'>{partitions_section(snapshot, prefix)}</div>"
             f"<h2>Backfill</h2><div id='backfills'>{backfills_table(snapshot)}</div>"
             f"<h2>Checkpoints (MirrorMaker 2 format)</h2><div id='checkpoints'>{checkpoints_table(snapshot)}</div>")
     return page(f"Migration {snapshot['plan']}", body, nav=plan_nav(snapshot["plan"], prefix))
