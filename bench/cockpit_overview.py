@@ -181,6 +181,13 @@ def one_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdir:
                 return migration_pages.migration_page(view.page_of(view.snapshot()), "", "/kafka-migrations/")
             return migration_pages.migration_page(view.snapshot(), "", "/kafka-migrations/")  # an older version
 
+        if os.environ.get("COCKPIT_PROFILE"):  # where a page's time goes, printed per shape
+            import cProfile
+            import pstats
+
+            profile = cProfile.Profile()
+            profile.runcall(migration)
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
         overview_s, overview_html = _timed(overview, rounds)
         migration_s, migration_html = _timed(migration, rounds)
         overview_json = json.dumps([{**overview_row(view), "stage": "-"}])
