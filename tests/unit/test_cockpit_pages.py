@@ -92,3 +92,23 @@ def test_the_status_strip_names_the_stage_and_each_wait_and_a_finished_run_its_r
     strip = migration_pages.status_strip("big", failed, [], "/kafka-migrations/")
     assert "failed</span>" in strip and "after 1 min" in strip and "failed in switch_groups" in strip
     assert "No migration run yet" in migration_pages.status_strip("big", None, [], "/kafka-migrations/")
+
+
+def test_a_cutover_of_1000_groups_shows_one_page_of_them_the_unverified_and_not_switched_first():
+    def report(ok: bool) -> dict:
+        return {"direction": "src->tgt", "ok": ok, "fenced": False, "wait_empty_s": 1.0, "wait_copied_s": 1.0,
+                "committed_s": 0.5, "switch_s": 0.8,
+                "partitions": [{"topic": "orders", "partition": p, "target_topic": "orders", "proof": "ok",
+                                "source_offset": 5, "target_offset": 5, "lag_at_switch": 0, "before": "a/a",
+                                "at": "b/b"} for p in range(8)]}
+
+    groups = [{"group": f"g{i:04d}", "state": "switched", "stored_ms": 1_000 + i, "report": report(i != 500)}
+              for i in range(999)] + [{"group": "waiting", "state": "not started", "stored_ms": None, "report": None}]
+    html = migration_pages.cutover_page({"plan": "big", "groups": groups, "topics": [], "approvals": []},
+                                        "/kafka-migrations/")
+    assert html.count("<h2>Group ") == 20 and "groups page 1 of 50 (1,000 groups, 998 switched" in html
+    assert html.index("Group g0500") < html.index("Group waiting") < html.index("Group g0998")
+    assert "/kafka-migrations/plans/big/cutover?page=2" in html
+    last = migration_pages.cutover_page({"plan": "big", "groups": groups, "topics": [], "approvals": []},
+                                        "/kafka-migrations/", 99)
+    assert "groups page 50 of 50" in last and last.count("<h2>Group ") == 20 and "Group g0000" in last

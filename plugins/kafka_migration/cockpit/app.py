@@ -96,8 +96,8 @@ def migration_json(plan: str, page: int = 1, q: str = "") -> dict[str, Any]:
 
 
 @app.get("/plans/{plan}/cutover", response_class=HTMLResponse)
-def cutover(plan: str) -> str:
-    return migration_pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX)
+def cutover(plan: str, page: int = 1) -> str:
+    return migration_pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX, page)
 
 
 @app.get("/api/plans/{plan}/cutover")

@@ -233,9 +233,32 @@ def approvals(records: list[dict[str, Any]]) -> str:
     return "".join(lines)
 
 
-def cutover_page(cutover: dict[str, Any], prefix: str) -> str:
+GROUPS_PER_PAGE = 20  # groups whose reports one cutover page shows (each with a table of its partitions)
+
+
+def _cutover_order(group: dict[str, Any]) -> tuple:
+    """Not verified first, then not switched yet, then the others, the newest report first, then by name."""
+    report = group["report"]
+    return (report is None or report["ok"], report is not None, -(group["stored_ms"] or 0), group["group"])
+
+
+def cutover_page(cutover: dict[str, Any], prefix: str, page_no: int = 1) -> str:
+    """Approvals, one page of groups (not verified, then not switched yet, first) with their reports, the
+    producers."""
+    groups = sorted(cutover["groups"], key=_cutover_order)
+    pages = max(1, math.ceil(len(groups) / GROUPS_PER_PAGE))
+    shown = min(max(1, page_no), pages)
     body = approvals(cutover.get("approvals") or [])
-    body += group_reports(cutover["groups"], prefix, cutover["plan"])
+    if pages > 1:
+        switched = sum(1 for g in groups if g["report"] is not None and g["report"]["ok"])
+        base = f"{prefix}plans/{esc(cutover['plan'])}/cutover?page="
+        links = [f"<span>groups page {shown} of {pages} ({len(groups):,} groups, {switched:,} switched and "
+                 "verified; not verified and not switched yet first)</span>"]
+        links += [f"<a href='{base}{shown - 1}'>previous</a>"] if shown > 1 else []
+        links += [f"<a href='{base}{shown + 1}'>next</a>"] if shown < pages else []
+        body += f"<p class='pager'>{''.join(links)}</p>"
+    page_groups = groups[(shown - 1) * GROUPS_PER_PAGE:shown * GROUPS_PER_PAGE]
+    body += group_reports(page_groups, prefix, cutover["plan"])
     body += "<h2>Producers</h2>" + producer_table(cutover["topics"])
     return page(f"Cutover of {cutover['plan']}", body, nav=plan_nav(cutover["plan"], prefix))
 
@@ -260,7 +283,7 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
         body += f"<h2>Reports of this run</h2><div class='error'><p>{esc(produced)}</p></div>"
     else:
         body += ("<h2>Switch reports of this run</h2>" + approvals(produced.get("approvals") or [])
-                 + (group_reports(produced["groups"], prefix, plan) if produced["groups"]
+                 + (_run_groups(produced["groups"], prefix, plan) if produced["groups"]
                     else "<p class='muted'>this run switched no group</p>")
                  + "<h2>Producer switches of this run</h2>" + producer_table(produced["topics"])
                  + "<h2>Validation reports of this run</h2>"
@@ -270,3 +293,13 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
                       "<span class='ok'>clean</span>" if r["report"]["clean"] else "<span class='bad'>NOT CLEAN</span>"]
                      for r in produced["validations"]], empty="this run stored no validation report"))
     return page(f"Run {run.run_id}", body, nav=plan_nav(plan, prefix))
+
+
+def _run_groups(groups: list[dict[str, Any]], prefix: str, plan: str) -> str:
+    """A run's switch reports, one page of them (not verified first); the rest counted, on the cutover page."""
+    shown = sorted(groups, key=_cutover_order)[:GROUPS_PER_PAGE]
+    more = (f"<p class='muted'>{len(shown)} of the {len(groups):,} groups this run switched shown (not verified "
+            f"first); <a href='{prefix}plans/{esc(plan)}/cutover'>every group on the cutover page</a></p>"
+            if len(groups) > len(shown) else "")
+    return more + group_reports(shown, prefix, plan)
+
