@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pendulum
 from airflow.sdk import DAG, Param, TaskGroup, task
+from kafka_migration.hooks.plan import load_plan_or_fail
 from kafka_migration.operators.approval import SwitchApprovalOperator
 from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
@@ -39,6 +40,7 @@ from kafka_migration.sensors.readiness import (
     ReplicationLagSensor,
     TopicReadySensor,
 )
+from kafka_migration.stages import run_groups
 
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 
@@ -107,9 +109,13 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
         "wait_timeout_s": Param(cutover.wait_timeout_s, type="number", exclusiveMinimum=0,
                                 title="Longest wait (seconds)",
                                 description="The longest any one wait of this run may take before it fails."),
-        "groups": Param(list(cutover.groups), type=["array", "null"], items={"type": "string"},
+        # Null: the plan's cutover.groups, read by the run's `groups` task (Airflow copies each param into every
+        # task at parse time, so the plan's list here would make each parse grow with it).
+        "groups": Param(None, type=["array", "null"], items={"type": "string"},
                         title="Consumer groups to switch",
-                        description="One group per line; empty: none. Each switches once stopped on the source."),
+                        description=f"One group per line; empty: the plan's cutover.groups ({len(cutover.groups):,} "
+                                    "group(s)). Each switches once stopped on the source. To switch none, leave "
+                                    "the switch_groups stage out."),
         "approve_switch": Param(cutover.approve_switch, type="boolean", title="Approve before the switch",
                                 description="A person approves the switch under Required Actions, shown the lag, "
                                             "the validation and the checkpoints; rejected, the cutover is skipped "
@@ -180,7 +186,7 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
         with TaskGroup("switch_groups"):
             @task(task_id="groups")
             def groups_to_switch(params: dict | None = None) -> list[str]:
-                return list((params or {}).get("groups") or [])
+                return run_groups(params, load_plan_or_fail(path).plan)
 
             groups = groups_to_switch()
             fenced = FenceGroupOperator.partial(

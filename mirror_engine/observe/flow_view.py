@@ -13,7 +13,7 @@ from typing import Any
 from mirror_engine.kafka import Acl, InternalTopicReader, decoded, group_fence, read_acls
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.observe.flow_watch import FlowWatch
-from mirror_engine.observe.readout import Drain, DrainSample, flow_state
+from mirror_engine.observe.readout import PAGE_SIZE, Drain, DrainSample, flow_state, partition_page
 from mirror_engine.observe.reports import ReportStore
 from mirror_engine.observe.status import flow_problems, is_live, partition_count
 from mirror_engine.plan import MigrationPlan
@@ -21,6 +21,11 @@ from mirror_engine.plan import MigrationPlan
 HISTORY_S = 3600  # the charts' window
 BUCKET_S = 10  # one chart point per this many seconds
 FRESH_FOR_S = 2.0  # a snapshot younger than this is served again instead of read anew
+# What a page or an answer of the API holds whatever the plan's size: one page of partitions, and of the groups'
+# checkpoints and the backfills the stalest or first ones, with their counts (the rest through paging or a filter).
+SHOWN = PAGE_SIZE
+SUMMARY = ("plan", "flow_state", "engines", "lag", "lag_ms", "records_per_s", "eta_s", "eta", "problems",
+           "stopped_partitions", "partition_count", "at_ms")
 
 
 class FlowView:
@@ -52,9 +57,26 @@ class FlowView:
         return [{"group": group, "partitions": len(times), "newest_ms": max(times.values()),
                  "oldest_ms": min(times.values())} for group, times in sorted(self._checkpointed.items())]
 
+    def overview_row(self) -> dict[str, Any]:
+        """The plan's summary (flow state, engines, lag, rates, ETA, problems, counts): the overview's row."""
+        snapshot = self.snapshot()
+        return {key: snapshot[key] for key in SUMMARY}
+
+    @staticmethod
+    def page_of(snapshot: dict[str, Any], page: int = 1, contains: str = "") -> dict[str, Any]:
+        """The snapshot as a page or the API shows it, bounded whatever the plan's size: one page of partitions
+        (stopped, then most behind, first; those whose name holds `contains`), the groups with the stalest
+        checkpoints and the first backfills, each with its count."""
+        rows, shown, pages = partition_page(snapshot["partitions"], page, contains=contains)
+        checkpoints = sorted(snapshot["checkpoints"], key=lambda c: (c["newest_ms"], c["group"]))
+        return {**snapshot, "partitions": rows, "page": shown, "pages": pages, "filter": contains,
+                "checkpoints": checkpoints[:SHOWN], "checkpoint_groups": len(checkpoints),
+                "backfills": snapshot["backfills"][:SHOWN], "backfill_partitions": len(snapshot["backfills"])}
+
     def snapshot(self, fresh: bool = False) -> dict[str, Any]:
         """Flow state, engines, per-partition copy and lag, totals with ETA, backfills, lag history; one read
-        less than FRESH_FOR_S old is served again unless `fresh`."""
+        less than FRESH_FOR_S old is served again unless `fresh`. Every partition is in it: what is shown or
+        answered goes through `page_of`."""
         if not fresh and self._snapshot and time.monotonic() - self._snapshot[0] < FRESH_FOR_S:
             return self._snapshot[1]
         watch = self.watch

@@ -25,6 +25,7 @@ __all__ = ["NO_ENGINE", "Drain", "DrainSample", "duration", "flow_state", "parti
 NO_ENGINE = "no engine running"
 DRAIN_WINDOW_S = 60.0  # the rates and the ETA are measured over about this long
 PAGE_SIZE = 50
+SUMMARY_GROUPS = 10  # groups named one by one in a switch's summary; the rest are counted
 
 
 def duration(seconds: float | None) -> str:
@@ -147,10 +148,25 @@ def switch_summary(snapshot: dict[str, Any], validations: list[dict[str, Any]], 
     else:
         lines.append("- **Validation**: no validation report stored")
     checkpoints = {c["group"]: c for c in snapshot["checkpoints"]}
-    for group in groups:
+    # The groups checkpointed longest ago (none at all first), SUMMARY_GROUPS of them; the rest counted.
+    stalest = sorted(groups, key=lambda g: (g in checkpoints, checkpoints[g]["newest_ms"] if g in checkpoints else 0))
+    for group in stalest[:SUMMARY_GROUPS]:
         c = checkpoints.get(group)
         lines.append(f"- **Checkpoints of {group}**: " + (
             f"newest {duration((now_ms - c['newest_ms']) / 1000)} ago, oldest partition's "
             f"{duration((now_ms - c['oldest_ms']) / 1000)} ago" if c else "none written yet"))
-    lines.append(f"- **To switch**: groups {', '.join(groups) or 'none'}; producers of {', '.join(topics) or 'none'}")
+    if len(groups) > SUMMARY_GROUPS:
+        missing = sum(1 for g in groups if g not in checkpoints)
+        lines.append(f"- **Checkpoints of the {len(groups) - SUMMARY_GROUPS:,} other groups**: checkpointed more "
+                     f"recently than those above ({missing:,} of all {len(groups):,} groups have none)")
+    lines.append(f"- **To switch**: {_named(groups, 'groups')}; producers of {_named(topics, 'topics')}")
     return "\n".join(lines)
+
+
+def _named(names: list[str], what: str) -> str:
+    """'none', the names, or the first SUMMARY_GROUPS of them and how many more."""
+    if not names:
+        return f"{what} none" if what == "groups" else "none"
+    more = len(names) - SUMMARY_GROUPS
+    head = ", ".join(names[:SUMMARY_GROUPS])
+    return (f"{what} {head}" if what == "groups" else head) + (f" and {more:,} more {what}" if more > 0 else "")

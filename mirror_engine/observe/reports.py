@@ -4,7 +4,9 @@ Reports are read by whoever shows a migration (the Airflow cockpit, the CLI), wh
 runs on another machine than the task that wrote them: so they live beside the flow's control and status
 topics, in a compacted topic of JSON records keyed `<kind>:<name>`, not in a worker's files. Each record
 is bounded (`MAX_REPORT_BYTES`: the largest lists are cut, and the record says which), and only the newest
-`KEEP_PER_KIND` reports of a kind are kept (older keys get tombstones), so the topic stays small.
+`KEEP_PER_KIND` reports of a kind are kept (older keys get tombstones), so the topic stays small; but for the
+switches, one report per group or topic that is its proof (a retried switch reads it back, the cockpit shows it),
+so a migration of 1,000 groups keeps 1,000.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from mirror_engine.plan import MigrationPlan
 REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval")
 MAX_REPORT_BYTES = 512 * 1024
 KEEP_PER_KIND = 50
+KEPT_EACH = ("group-switch", "producer-switch")  # one per group or topic, never expired (its newest replaces it)
 
 
 def bounded(report: dict[str, Any], limit: int = MAX_REPORT_BYTES) -> dict[str, Any]:
@@ -81,7 +84,7 @@ class ReportStore:
         if not self._tail.exists:  # the first report of the flow: its internal topics may not exist yet either
             ensure_internal_topics(admin_client(self.target_config), self.topics)
         older = sorted((r["stored_ms"], k) for k, r in stored.items() if r["kind"] == kind and k != key)
-        expired = [k for _ms, k in older[: max(0, len(older) + 1 - KEEP_PER_KIND)]]
+        expired = [] if kind in KEPT_EACH else [k for _ms, k in older[: max(0, len(older) + 1 - KEEP_PER_KIND)]]
         producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all",
                              "message.max.bytes": MAX_REPORT_BYTES * 2})
         producer.list_topics(self.topic, timeout=15)  # its leader now, not at the producer's next scan (0.5 s)

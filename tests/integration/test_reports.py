@@ -30,6 +30,11 @@ def test_a_report_stored_by_one_component_is_read_by_another(kafka_pair, unique_
             writer.put("validation", f"run-{run}", {"clean": True, "run": run})
         assert [r["name"] for r in reader.newest("validation")] == ["run-4", "run-3", "run-2"]
         assert "group-switch:billing" in reader.read()  # other kinds are not touched
+        # A group's switch report is its proof, read again by a retried switch: every group's is kept, however
+        # many groups a migration switches (one key per group, replaced by its rollback's).
+        for group in range(5):
+            writer.put("group-switch", f"app-{group}", {"group": f"app-{group}", "ok": True})
+        assert len(reader.read("group-switch")) == 6
 
         # A report too large for a record is cut to fit, and says what was cut.
         huge = {"clean": False, "partitions": [{"partition": i, "missing": "x" * 100} for i in range(20_000)]}

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+
 from kafka_migration.cockpit import migration_pages, pages
+
+from mirror_engine.observe import FlowView
 
 
 def test_numbers_carry_units_and_thousands_separators():
@@ -40,18 +44,37 @@ def _snapshot(partitions: int) -> dict:
         "partitions": [{"topic": f"topic-{i // 10}", "partition": i % 10, "source_end": 100, "copied": 99,
                         "lag": i % 7, "lag_ms": 1000, "latency_ms": None, "records_per_s": 0.0,
                         "stopped": "not authorized" if i == 4321 else ""} for i in range(partitions)],
-        "backfills": [], "history": [], "checkpoints": [], "at_ms": 1_800_000_000_000,
+        "backfills": [{"topic": f"topic-{i // 10}", "partition": i % 10, "snapshot_offset": 50, "state": "waiting",
+                       "copied": 0} for i in range(partitions)],
+        "history": [],
+        "checkpoints": [{"group": f"group-{g}", "partitions": 8, "newest_ms": 1_799_999_000_000 + g,
+                         "oldest_ms": 1_799_998_000_000} for g in range(partitions // 10)],
+        "at_ms": 1_800_000_000_000,
     }
 
 
 def test_a_migration_of_10000_partitions_renders_one_page_of_them_stopped_and_most_behind_first():
-    html = migration_pages.migration_page(_snapshot(10_000), "", "/kafka-migrations/")
+    html = migration_pages.migration_page(FlowView.page_of(_snapshot(10_000)), "", "/kafka-migrations/")
     section = html.split("<div id='partitions'>")[1].split("<h2>")[0]
     rows = section.count("<tr>") - 1  # the header row
     assert rows == 50 and "page 1 of 200 (10,000 partitions)" in section
     first = section.split("<tr>")[2]
     assert "topic-432[1]" in first and "not authorized" in first  # the stopped partition leads
     assert "?page=2" in section
+
+
+def test_a_migration_page_and_its_api_answer_stay_the_same_size_from_1000_to_10000_partitions():
+    """Partitions, backfills and the groups' checkpoints: one page of each, with their counts; the groups
+    checkpointed longest ago first."""
+    sizes = {}
+    for partitions in (1_000, 10_000):
+        shown = FlowView.page_of(_snapshot(partitions), page=3)
+        html = migration_pages.migration_page(shown, "", "/kafka-migrations/")
+        sizes[partitions] = (html.count("<tr>"), len(html) // 1000, len(json.dumps(shown)) // 1000)
+        assert shown["page"] == 3 and len(shown["partitions"]) == 50
+        assert shown["checkpoint_groups"] == partitions // 10 and shown["checkpoints"][0]["group"] == "group-0"
+        assert f"50 of {partitions // 10:,} groups" in html and f"50 of {partitions:,} partitions held" in html
+    assert sizes[1_000] == sizes[10_000], sizes
 
 
 def test_the_status_strip_names_the_stage_and_each_wait_and_a_finished_run_its_result():
@@ -69,3 +92,23 @@ def test_the_status_strip_names_the_stage_and_each_wait_and_a_finished_run_its_r
     strip = migration_pages.status_strip("big", failed, [], "/kafka-migrations/")
     assert "failed</span>" in strip and "after 1 min" in strip and "failed in switch_groups" in strip
     assert "No migration run yet" in migration_pages.status_strip("big", None, [], "/kafka-migrations/")
+
+
+def test_a_cutover_of_1000_groups_shows_one_page_of_them_the_unverified_and_not_switched_first():
+    def report(ok: bool) -> dict:
+        return {"direction": "src->tgt", "ok": ok, "fenced": False, "wait_empty_s": 1.0, "wait_copied_s": 1.0,
+                "committed_s": 0.5, "switch_s": 0.8,
+                "partitions": [{"topic": "orders", "partition": p, "target_topic": "orders", "proof": "ok",
+                                "source_offset": 5, "target_offset": 5, "lag_at_switch": 0, "before": "a/a",
+                                "at": "b/b"} for p in range(8)]}
+
+    groups = [{"group": f"g{i:04d}", "state": "switched", "stored_ms": 1_000 + i, "report": report(i != 500)}
+              for i in range(999)] + [{"group": "waiting", "state": "not started", "stored_ms": None, "report": None}]
+    html = migration_pages.cutover_page({"plan": "big", "groups": groups, "topics": [], "approvals": []},
+                                        "/kafka-migrations/")
+    assert html.count("<h2>Group ") == 20 and "groups page 1 of 50 (1,000 groups, 998 switched" in html
+    assert html.index("Group g0500") < html.index("Group waiting") < html.index("Group g0998")
+    assert "/kafka-migrations/plans/big/cutover?page=2" in html
+    last = migration_pages.cutover_page({"plan": "big", "groups": groups, "topics": [], "approvals": []},
+                                        "/kafka-migrations/", 99)
+    assert "groups page 50 of 50" in last and last.count("<h2>Group ") == 20 and "Group g0000" in last

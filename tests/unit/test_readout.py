@@ -59,3 +59,17 @@ def test_partition_pages_put_stopped_then_most_behind_first_and_never_return_mor
     assert rows[0]["stopped"] and all(rows[i]["lag"] >= rows[i + 1]["lag"] for i in range(1, 49))
     rows, page, pages = partition_page(parts, 999, contains="t7[")  # a page past the end: the last one
     assert (page, pages) == (2, 2) and {row["topic"] for row in rows} == {"t7"}
+
+
+def test_a_switch_summary_of_1000_groups_names_the_ten_checkpointed_longest_ago_and_counts_the_rest():
+    from mirror_engine.observe import switch_summary
+
+    snapshot = {"at_ms": 10_000_000, "records_per_s": 1.0, "write_rate": 0.0, "lag": 0, "lag_ms": 0,
+                "eta": "caught up", "flow_state": "running", "problems": [],
+                "checkpoints": [{"group": f"g{i}", "partitions": 3, "newest_ms": 9_000_000 + i * 1000,
+                                 "oldest_ms": 8_000_000} for i in range(1, 1000)]}
+    summary = switch_summary(snapshot, [], [f"g{i}" for i in reversed(range(1000))], ["orders"])
+    assert len(summary.splitlines()) == 14, summary
+    assert "**Checkpoints of g0**: none written yet" in summary and "**Checkpoints of g9**" in summary
+    assert "**Checkpoints of g10**" not in summary and "990 other groups" in summary
+    assert "and 990 more groups; producers of orders" in summary

@@ -48,9 +48,7 @@ def strip(plan: str, run_id: str | None = None) -> str:
 
 def plan_row(plan: str) -> dict[str, Any]:
     try:
-        snapshot = VIEWS.run(plan, lambda view: view.snapshot())
-        row = {key: snapshot[key] for key in ("plan", "flow_state", "engines", "lag", "lag_ms", "records_per_s",
-                                              "eta_s", "eta", "problems")}
+        row = VIEWS.run(plan, lambda view: view.overview_row())
     except PlanUnavailable as error:  # one unreachable or broken plan must not hide the others
         row = {"plan": plan, "error": str(error)}
     row["stage"] = latest_stage(plan)
@@ -86,18 +84,20 @@ def overview_json() -> list[dict[str, Any]]:
 
 @app.get("/plans/{plan}", response_class=HTMLResponse)
 def migration(plan: str, page: int = 1, q: str = "") -> str:
-    snapshot = VIEWS.run(plan, lambda view: view.snapshot())
-    return migration_pages.migration_page(snapshot, strip(plan), PREFIX, page, q)
+    shown = VIEWS.run(plan, lambda view: view.page_of(view.snapshot(), page, q))
+    return migration_pages.migration_page(shown, strip(plan), PREFIX)
 
 
 @app.get("/api/plans/{plan}")
-def migration_json(plan: str) -> dict[str, Any]:
-    return VIEWS.run(plan, lambda view: view.snapshot())
+def migration_json(plan: str, page: int = 1, q: str = "") -> dict[str, Any]:
+    """The plan's summary and one page of its partitions (stopped, then most behind, first; `q` filters by
+    name), as the migration page shows them."""
+    return VIEWS.run(plan, lambda view: view.page_of(view.snapshot(), page, q))
 
 
 @app.get("/plans/{plan}/cutover", response_class=HTMLResponse)
-def cutover(plan: str) -> str:
-    return migration_pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX)
+def cutover(plan: str, page: int = 1) -> str:
+    return migration_pages.cutover_page(VIEWS.run(plan, lambda view: view.cutover()), PREFIX, page)
 
 
 @app.get("/api/plans/{plan}/cutover")

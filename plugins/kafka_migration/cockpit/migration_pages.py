@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 from kafka_migration.cockpit.pages import NONE, count, duration, esc, flow_arrow, page, plan_nav, table
 from kafka_migration.cockpit.runs import ACTIVE, RunRecord
 from kafka_migration.plan_dags import migration_dag_id
-from mirror_engine.observe import partition_page
 
 
 # ------------------------------------------------------------------ status strip
@@ -117,9 +116,10 @@ def history_charts(history: list[dict[str, float]]) -> str:
             f"<span data-ms='{history[0]['t_ms']}'></span></p>")
 
 
-def partitions_section(snapshot: dict[str, Any], prefix: str, page_no: int, contains: str) -> str:
-    """One page of partitions, stopped and most behind first, with a filter and page links."""
-    rows, shown, pages = partition_page(snapshot["partitions"], page_no, contains=contains)
+def partitions_section(snapshot: dict[str, Any], prefix: str) -> str:
+    """The snapshot's page of partitions (`FlowView.page_of`: stopped and most behind first), with a filter and
+    page links."""
+    rows, shown, pages, contains = snapshot["partitions"], snapshot["page"], snapshot["pages"], snapshot["filter"]
     body = []
     for row in rows:
         name = f"{esc(row['topic'])}[{row['partition']}]"
@@ -148,27 +148,35 @@ def partitions_section(snapshot: dict[str, Any], prefix: str, page_no: int, cont
                     body, numeric={1, 2, 3, 6}, empty="no partitions to copy" if not contains else "none matches"))
 
 
+def _more(shown: int, total: int, what: str) -> str:
+    return f"<p class='muted'>{shown:,} of {total:,} {what} shown</p>" if total > shown else ""
+
+
 def backfills_table(snapshot: dict[str, Any]) -> str:
     rows = [[f"{esc(b['topic'])}[{b['partition']}]", esc(b["state"]), count(b["copied"]),
-             count(b["snapshot_offset"])] for b in snapshot["backfills"][:200]]
+             count(b["snapshot_offset"])] for b in snapshot["backfills"]]
     return table(["partition", "backfill", "copied to", "snapshot offset"], rows, numeric={2, 3},
-                 empty="no partition held for a backfill")
+                 empty="no partition held for a backfill") + _more(len(rows), snapshot["backfill_partitions"],
+                                                                  "partitions held for a backfill")
 
 
 def checkpoints_table(snapshot: dict[str, Any]) -> str:
+    """The groups whose newest checkpoint is the oldest first (`FlowView.page_of` keeps a page of them)."""
     now_ms = snapshot["at_ms"]
     rows = [[esc(c["group"]), count(c["partitions"]), f"<span data-ms='{c['newest_ms']}'></span>",
              duration((now_ms - c["oldest_ms"]) / 1000)] for c in snapshot["checkpoints"]]
     return table(["group", "partitions", "newest checkpoint", "oldest partition's checkpoint age"], rows,
-                 numeric={1}, empty="no checkpoints written yet")
+                 numeric={1}, empty="no checkpoints written yet") + _more(
+        len(rows), snapshot["checkpoint_groups"], "groups (those checkpointed longest ago first)")
 
 
-def migration_page(snapshot: dict[str, Any], strip: str, prefix: str, page_no: int = 1, contains: str = "") -> str:
+def migration_page(snapshot: dict[str, Any], strip: str, prefix: str) -> str:
+    """The live page of a plan from `FlowView.page_of(snapshot, page, filter)`: bounded whatever the plan's size."""
     body = (strip + f"<p>{flow_arrow(snapshot['source'], snapshot['target'])}</p>"
             f"<div id='totals'>{totals_cards(snapshot)}</div>"
             f"<h2>Lag and rates</h2><div id='chart'>{history_charts(snapshot['history'])}</div>"
             f"<h2>Partitions (stopped, then most behind, first)</h2>"
-            f"<div id='partitions'>{partitions_section(snapshot, prefix, page_no, contains)}</div>"
+            f"<div id='partitions'>{partitions_section(snapshot, prefix)}</div>"
             f"<h2>Backfill</h2><div id='backfills'>{backfills_table(snapshot)}</div>"
             f"<h2>Checkpoints (MirrorMaker 2 format)</h2><div id='checkpoints'>{checkpoints_table(snapshot)}</div>")
     return page(f"Migration {snapshot['plan']}", body, nav=plan_nav(snapshot["plan"], prefix))
@@ -225,9 +233,32 @@ def approvals(records: list[dict[str, Any]]) -> str:
     return "".join(lines)
 
 
-def cutover_page(cutover: dict[str, Any], prefix: str) -> str:
+GROUPS_PER_PAGE = 20  # groups whose reports one cutover page shows (each with a table of its partitions)
+
+
+def _cutover_order(group: dict[str, Any]) -> tuple:
+    """Not verified first, then not switched yet, then the others, the newest report first, then by name."""
+    report = group["report"]
+    return (report is None or report["ok"], report is not None, -(group["stored_ms"] or 0), group["group"])
+
+
+def cutover_page(cutover: dict[str, Any], prefix: str, page_no: int = 1) -> str:
+    """Approvals, one page of groups (not verified, then not switched yet, first) with their reports, the
+    producers."""
+    groups = sorted(cutover["groups"], key=_cutover_order)
+    pages = max(1, math.ceil(len(groups) / GROUPS_PER_PAGE))
+    shown = min(max(1, page_no), pages)
     body = approvals(cutover.get("approvals") or [])
-    body += group_reports(cutover["groups"], prefix, cutover["plan"])
+    if pages > 1:
+        switched = sum(1 for g in groups if g["report"] is not None and g["report"]["ok"])
+        base = f"{prefix}plans/{esc(cutover['plan'])}/cutover?page="
+        links = [f"<span>groups page {shown} of {pages} ({len(groups):,} groups, {switched:,} switched and "
+                 "verified; not verified and not switched yet first)</span>"]
+        links += [f"<a href='{base}{shown - 1}'>previous</a>"] if shown > 1 else []
+        links += [f"<a href='{base}{shown + 1}'>next</a>"] if shown < pages else []
+        body += f"<p class='pager'>{''.join(links)}</p>"
+    page_groups = groups[(shown - 1) * GROUPS_PER_PAGE:shown * GROUPS_PER_PAGE]
+    body += group_reports(page_groups, prefix, cutover["plan"])
     body += "<h2>Producers</h2>" + producer_table(cutover["topics"])
     return page(f"Cutover of {cutover['plan']}", body, nav=plan_nav(cutover["plan"], prefix))
 
@@ -252,7 +283,7 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
         body += f"<h2>Reports of this run</h2><div class='error'><p>{esc(produced)}</p></div>"
     else:
         body += ("<h2>Switch reports of this run</h2>" + approvals(produced.get("approvals") or [])
-                 + (group_reports(produced["groups"], prefix, plan) if produced["groups"]
+                 + (_run_groups(produced["groups"], prefix, plan) if produced["groups"]
                     else "<p class='muted'>this run switched no group</p>")
                  + "<h2>Producer switches of this run</h2>" + producer_table(produced["topics"])
                  + "<h2>Validation reports of this run</h2>"
@@ -262,3 +293,13 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
                       "<span class='ok'>clean</span>" if r["report"]["clean"] else "<span class='bad'>NOT CLEAN</span>"]
                      for r in produced["validations"]], empty="this run stored no validation report"))
     return page(f"Run {run.run_id}", body, nav=plan_nav(plan, prefix))
+
+
+def _run_groups(groups: list[dict[str, Any]], prefix: str, plan: str) -> str:
+    """A run's switch reports, one page of them (not verified first); the rest counted, on the cutover page."""
+    shown = sorted(groups, key=_cutover_order)[:GROUPS_PER_PAGE]
+    more = (f"<p class='muted'>{len(shown)} of the {len(groups):,} groups this run switched shown (not verified "
+            f"first); <a href='{prefix}plans/{esc(plan)}/cutover'>every group on the cutover page</a></p>"
+            if len(groups) > len(shown) else "")
+    return more + group_reports(shown, prefix, plan)
+

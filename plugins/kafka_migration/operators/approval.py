@@ -16,7 +16,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 from kafka_migration.hooks.plan import load_plan_or_fail
-from kafka_migration.stages import skip_unless_selected
+from kafka_migration.stages import run_groups, skip_unless_selected
 
 
 def _asked(value: Any) -> bool:
@@ -56,7 +56,7 @@ class SwitchApprovalOperator(ApprovalOperator):
             view.snapshot()
             time.sleep(3)  # a second sample a few seconds later: the rates and the lag's trend
             snapshot = view.snapshot(fresh=True)
-            return switch_summary(snapshot, view.validations(), list(params.get("groups") or []),
+            return switch_summary(snapshot, view.validations(), run_groups(params, hook.plan),
                                   list(params.get("producer_topics") or []))
         finally:
             view.close()

@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_migration.cockpit.links import SwitchReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
-from kafka_migration.stages import skip_unless_selected
+from kafka_migration.stages import run_groups, skip_unless_selected
 
 if TYPE_CHECKING:
     from mirror_engine.replication import DetachedWorker
@@ -77,7 +77,7 @@ def _fencing_problems(plan: Any, source: dict[str, str], params: dict[str, Any])
     """The run fences its groups on a source that cannot hold a fence (no authorizer): one sentence."""
     from mirror_engine.kafka import admin_client, fence_problem
 
-    groups = params.get("groups", plan.cutover.groups) or []
+    groups = run_groups(params, plan)
     stages = params.get("stages")
     if str(params.get("fence", plan.cutover.fence)).lower() != "true" or not groups or \
             (stages is not None and "switch_groups" not in stages):
