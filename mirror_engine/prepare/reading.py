@@ -6,6 +6,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import (
     ClusterInfo,
     ClusterState,
@@ -140,6 +141,8 @@ def plan_preparation(
     target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
     prepared.config_notes = notes
+    prepared.internal_topics = {name: configs for name, configs in InternalTopics.for_plan(plan).specs().items()
+                                if name not in target.all_topic_names}
     access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
     prepared.source_access = access
     prepared.problems += access.problems()
