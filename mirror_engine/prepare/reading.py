@@ -96,7 +96,9 @@ def read_target_state(
         name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]))
         for name in existing
     }
-    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing})
+    # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
+    # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
+    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing}, timeout_s=60)
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
     return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
 

@@ -59,17 +59,20 @@ def periodic_work(plan: MigrationPlan) -> list[str]:
 class BesideTheCopy:
     """The background tasks of `run`/`worker` for one plan; `holder` names this process in the checkpoint lease.
 
-    The checkpoint loop is built in a thread of its own as `start()` returns (its clients, the flow's internal
-    topics checked, the lease group joined: round trips to both clusters), so the copy's start-up never waits for
-    what only the checkpoints need. When it cannot be built, `on_failure` gets the reason (the engine stops)."""
+    The checkpoint loop is built in a thread of its own (its clients, the flow's internal topics checked, the lease
+    group joined: round trips to both clusters, and then its first round), once `copying` is set: the copy's
+    start-up neither waits for what only the checkpoints need nor shares the process with it. When the loop cannot
+    be built, `on_failure` gets the reason (the engine stops)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
-                 holder: str, on_failure: Callable[[str], None] | None = None) -> None:
+                 holder: str, on_failure: Callable[[str], None] | None = None,
+                 copying: threading.Event | None = None) -> None:
         self.plan = plan
         self.checkpoints: CheckpointLoop | None = None
         self._build_checkpoints = (partial(CheckpointLoop, plan, source_config, target_config, holder=holder)
                                    if plan.engine.run_checkpoints else None)
         self._on_failure = on_failure
+        self._copying = copying
         self._builder: threading.Thread | None = None
         self._stopped = threading.Event()
         self._lock = threading.Lock()  # the loop is started, or stopped, never both at once
@@ -88,6 +91,9 @@ class BesideTheCopy:
 
     def _start_checkpoints(self) -> None:
         assert self._build_checkpoints is not None
+        while self._copying is not None and not self._copying.wait(0.2):
+            if self._stopped.is_set():
+                return
         try:
             loop = self._build_checkpoints()
         except Exception as error:  # any failure stops the engine, with its reason

@@ -19,7 +19,7 @@ from confluent_kafka.admin import NewTopic
 import mirror_engine.replication.beside_the_copy as beside_the_copy
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics
-from mirror_engine.kafka import admin_client
+from mirror_engine.kafka import admin_client, wait_until_served
 from mirror_engine.prepare import prepare_target
 from mirror_engine.replication import FlowRun
 from tests.integration.kafka_data import end_offsets
@@ -77,17 +77,19 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
     internal = InternalTopics.for_plan(plan)
     remote = [plan.policy().format_remote_topic(plan.source.alias, topic) for topic in names]
     create_topics(source, [NewTopic(topic, PARTITIONS, 1) for topic in names], timeout_s=60)
+    preparation = prepare_target(plan, source.client_config(), target.client_config(), apply=True)
+    assert preparation.applied is not None and not preparation.failed, preparation.failed
+    # Made with the target topics and served when `prepare` returns: before, `run` made them after the burst of
+    # partitions `prepare` had asked for, and waited for the broker to create those first.
+    assert not _internal_topics_served(target, internal)
+    # `prepare` waits 15 s for the topics' leaders: a broker as busy as a shared test machine may need longer.
+    wait_until_served(admin_client(target.client_config()), remote, timeout_s=60)
     producer = Producer(source.client_config())
     for topic in names:
         for partition in range(PARTITIONS):
             for i in range(RECORDS):
                 producer.produce(topic, b"v" * 50, b"k%d" % i, partition)
     assert producer.flush(60) == 0
-    preparation = prepare_target(plan, source.client_config(), target.client_config(), apply=True)
-    assert preparation.applied is not None and not preparation.failed, preparation.failed
-    # Made with the target topics and served when `prepare` returns: before, `run` made them after the burst of
-    # partitions `prepare` had asked for, and waited for the broker to create those first.
-    assert not _internal_topics_served(target, internal)
 
     # The checkpoint loop is built only once the copy is done: the copy's start-up must not wait for it.
     copied = threading.Event()
