@@ -76,9 +76,17 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               f"{len(prepared.source_topics)} topic(s) replicated")
         _print_source_access(prepared)
         print(render_actions(prepared.actions))
+        _print_internal_topics(prepared)
         for problem in prepared.problems:
             print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
     return 1 if prepared.problems else 0
+
+
+def _print_internal_topics(prepared: PreparePlan) -> None:
+    """The flow's internal topics that `prepare` creates with the target topics."""
+    if prepared.internal_topics:
+        print(f"the flow's internal topics to create ({len(prepared.internal_topics)}, one partition each): "
+              + ", ".join(sorted(prepared.internal_topics)))
 
 
 def _print_source_access(prepared: PreparePlan) -> None:
@@ -97,6 +105,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     def planned(prepared: PreparePlan) -> None:
         _print_source_access(prepared)
         print(render_actions(prepared.actions))
+        _print_internal_topics(prepared)
         for problem in prepared.problems:
             print(f"problem: {_in_file(args, problem)}", file=sys.stderr)
         if prepared.problems:

@@ -59,11 +59,15 @@ class PreparePlan:
     warnings: list[str] = field(default_factory=list)  # syncs skipped for want of a right on the source
     source_access: SourceAccess | None = None  # which syncs the source principal's permissions allow
     config_notes: list[str] = field(default_factory=list)  # source configs translated or dropped, once per name
+    # The flow's internal topics missing on the target (name -> configs, one partition each): a full apply creates
+    # them in the same request as the target topics, so the engine finds them served when it starts.
+    internal_topics: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "actions": [a.to_dict() for a in self.actions],
             "config_notes": self.config_notes,
+            "internal_topics": sorted(self.internal_topics),
             "problems": self.problems,
             "source_topics": self.source_topics,
             "warnings": self.warnings,
@@ -76,6 +80,7 @@ class ApplyResult:
     applied: list[Action] = field(default_factory=list)
     failed: list[tuple[Action, str]] = field(default_factory=list)
     not_attempted: list[Action] = field(default_factory=list)
+    internal_topics: list[str] = field(default_factory=list)  # the flow's internal topics created (or validated)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +90,7 @@ class ApplyResult:
         return {
             "ok": self.ok,
             "applied": [a.to_dict() for a in self.applied],
+            "internal_topics": self.internal_topics,
             "failed": [{**a.to_dict(), "error": e} for a, e in self.failed],
             "not_attempted": [a.to_dict() for a in self.not_attempted],
         }
@@ -213,6 +219,8 @@ def _described(action: Action) -> str:
 
 def render_result(result: ApplyResult) -> str:
     lines = [f"applied {len(result.applied)}, failed {len(result.failed)}, not attempted {len(result.not_attempted)}"]
+    if result.internal_topics:
+        lines.append(f"  and the flow's internal topics: {', '.join(result.internal_topics)}")
     lines += [f"  FAILED {a.kind} {_described(a)}: {error}" for a, error in result.failed]
     lines += [f"  not attempted {a.kind} {_described(a)}" for a in result.not_attempted]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -21,12 +21,15 @@ from mirror_engine.prepare.actions import Action, ApplyResult
 
 
 def apply_actions(
-    target_config: dict[str, str], actions: list[Action], validate_only: bool = False, timeout_s: float = 30.0
+    target_config: dict[str, str], actions: list[Action], validate_only: bool = False, timeout_s: float = 30.0,
+    internal_topics: dict[str, dict[str, str]] | None = None,
 ) -> ApplyResult:
     """Apply actions in order (topics, partitions, configs, ACLs); report each one's outcome.
 
     With `validate_only`, the broker checks topic, partition and config changes without making
-    them (ACL creation has no such mode and is only listed).
+    them (ACL creation has no such mode and is only listed). `internal_topics` (name -> configs, one partition
+    each) are created first in the same request as the topics (one that exists already is fine: an engine may
+    have just created it); one the target refuses is reported as a failed `create_topic`.
     """
     admin = admin_client(target_config)
     result = ApplyResult()
@@ -42,12 +45,22 @@ def apply_actions(
             result.failed.append((action, str(error.args[0].str() if error.args else error)))
 
     creates = by_kind.get("create_topic", [])
-    if creates:
-        new_topics = [
+    internal = internal_topics or {}
+    if creates or internal:
+        new_topics = [NewTopic(name, 1, -1, config=configs) for name, configs in internal.items()] + [
             NewTopic(a.resource, a.details["partitions"], a.details["replication_factor"], config=a.details["configs"])
             for a in creates
         ]
         futures = admin.create_topics(new_topics, request_timeout=timeout_s, validate_only=validate_only)
+        for name, configs in internal.items():
+            try:
+                futures[name].result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    details = {"partitions": 1, "replication_factor": -1, "configs": configs, "internal": True}
+                    result.failed.append((Action("create_topic", name, details), str(error.args[0].str())))
+                    continue
+            result.internal_topics.append(name)
         for action in creates:
             settle(action, futures[action.resource])
     grows = by_kind.get("add_partitions", [])
@@ -76,8 +89,9 @@ def apply_actions(
             settle(bindings[binding], future)
         _wait_for_acls(admin, {Acl(**a.details["acl"]) for a in result.applied if a.kind == "create_acl"})
 
-    if not validate_only and (creates or grows):
-        wait_until_served(admin, [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")])
+    if not validate_only and (creates or grows or internal):
+        changed = [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")]
+        wait_until_served(admin, [*result.internal_topics, *changed])
     return result
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import (
     ClusterInfo,
     ClusterState,
@@ -95,7 +96,9 @@ def read_target_state(
         name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]))
         for name in existing
     }
-    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing})
+    # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
+    # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
+    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing}, timeout_s=60)
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
     return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
 
@@ -140,6 +143,8 @@ def plan_preparation(
     target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
     prepared = compute_actions(plan, source, target, managed_topics)
     prepared.config_notes = notes
+    prepared.internal_topics = {name: configs for name, configs in InternalTopics.for_plan(plan).specs().items()
+                                if name not in target.all_topic_names}
     access = SourceAccess(tuple(asked), tuple(denials), plan.sync.require_source_permissions)
     prepared.source_access = access
     prepared.problems += access.problems()

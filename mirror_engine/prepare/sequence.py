@@ -11,6 +11,11 @@ same for all:
 3. stop when there is nothing (of `kinds`) to do: no request is sent to the target;
 4. with `dry_run`, the target validates the actions and changes nothing; stop if it refused any;
 5. with `apply`, apply them in order (topics, partitions, configs, ACLs).
+
+With `internal_topics` (and no `kinds`), the flow's internal topics missing on the target are created in the
+same request as the target topics (validated with them in a dry-run). A broker creating thousands of partitions
+makes topics created after that burst visible only once it has created the burst's logs, so the engine started
+right after a large `prepare` would otherwise wait tens of seconds for the internal topics it creates itself.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ def prepare_target(
     target_configs: TargetConfigs | None = None,
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
     kinds: Collection[str] | None = None,
+    internal_topics: bool = True,
     more_problems: Callable[[PreparePlan], list[str]] | None = None,
     on_planned: Callable[[PreparePlan], None] | None = None,
     on_checked: Callable[[ApplyResult], None] | None = None,
@@ -69,7 +75,8 @@ def prepare_target(
 
     `managed_topics` are the target topics the flow already copies into (read from its stored progress when not
     given). `best_effort`, `target_configs` and `clusters` are `plan_preparation`'s. `kinds` keeps only actions
-    of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"). `more_problems` adds the
+    of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without
+    `kinds`) creates the flow's internal topics that are missing with them. `more_problems` adds the
     caller's own reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included)
     before anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
@@ -79,19 +86,20 @@ def prepare_target(
     if more_problems is not None:
         prepared.problems += more_problems(prepared)
     actions = [action for action in prepared.actions if kinds is None or action.kind in kinds]
+    internal = prepared.internal_topics if internal_topics and kinds is None else {}
     done = Preparation(prepared, actions)
     if on_planned is not None:
         on_planned(prepared)
-    if prepared.problems or not actions:
+    if prepared.problems or not (actions or internal):
         return done
     if dry_run:
-        done.checked = apply_actions(target_config, actions, validate_only=True)
+        done.checked = apply_actions(target_config, actions, validate_only=True, internal_topics=internal)
         if on_checked is not None:
             on_checked(done.checked)
         if done.checked.failed:
             return done
     if apply:
-        done.applied = apply_actions(target_config, actions)
+        done.applied = apply_actions(target_config, actions, internal_topics=internal)
         if on_applied is not None:
             on_applied(done.applied)
     return done

@@ -13,6 +13,9 @@ background thread of its own:
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
+from functools import partial
 
 from mirror_engine.cutover import CheckpointLoop
 from mirror_engine.plan import MigrationPlan
@@ -54,26 +57,60 @@ def periodic_work(plan: MigrationPlan) -> list[str]:
 
 
 class BesideTheCopy:
-    """The background tasks of `run`/`worker` for one plan; `holder` names this process in the checkpoint lease."""
+    """The background tasks of `run`/`worker` for one plan; `holder` names this process in the checkpoint lease.
+
+    The checkpoint loop is built in a thread of its own (its clients, the flow's internal topics checked, the lease
+    group joined: round trips to both clusters, and then its first round), once `copying` is set: the copy's
+    start-up neither waits for what only the checkpoints need nor shares the process with it. When the loop cannot
+    be built, `on_failure` gets the reason (the engine stops)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
-                 holder: str) -> None:
+                 holder: str, on_failure: Callable[[str], None] | None = None,
+                 copying: threading.Event | None = None) -> None:
         self.plan = plan
-        self.checkpoints = (CheckpointLoop(plan, source_config, target_config, holder=holder)
-                            if plan.engine.run_checkpoints else None)
+        self.checkpoints: CheckpointLoop | None = None
+        self._build_checkpoints = (partial(CheckpointLoop, plan, source_config, target_config, holder=holder)
+                                   if plan.engine.run_checkpoints else None)
+        self._on_failure = on_failure
+        self._copying = copying
+        self._builder: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # the loop is started, or stopped, never both at once
         tasks = metadata_sync_tasks(plan, source_config, target_config)
         self.metadata = Scheduler(tasks, name=f"metadata-sync-{plan.name}") if tasks else None
 
     def start(self) -> None:
         log.info("plan '%s', beside the copy as MirrorMaker 2's dedicated mode: %s", self.plan.name,
                  "; ".join(periodic_work(self.plan)))
-        if self.checkpoints is not None:
-            self.checkpoints.start()
+        if self._build_checkpoints is not None:
+            self._builder = threading.Thread(target=self._start_checkpoints, name=f"checkpoints-start-{self.plan.name}",
+                                             daemon=True)
+            self._builder.start()
         if self.metadata is not None:
             self.metadata.start()
 
+    def _start_checkpoints(self) -> None:
+        assert self._build_checkpoints is not None
+        while self._copying is not None and not self._copying.wait(0.2):
+            if self._stopped.is_set():
+                return
+        try:
+            loop = self._build_checkpoints()
+        except Exception as error:  # any failure stops the engine, with its reason
+            reason = (f"the checkpoint loop of plan '{self.plan.name}' could not start: {error} (set "
+                      "engine.run_checkpoints: false to copy without it, and run `mirror-engine checkpoint` apart)")
+            log.error("%s", reason)
+            if self._on_failure is not None:
+                self._on_failure(reason)
+            return
+        with self._lock:
+            self.checkpoints = loop
+            if not self._stopped.is_set():
+                loop.start()
+
     def stop(self) -> None:
         """No task starts after this (callable from a signal handler)."""
+        self._stopped.set()
         if self.checkpoints is not None:
             self.checkpoints.stop()
         if self.metadata is not None:
@@ -83,5 +120,13 @@ class BesideTheCopy:
         """Stop every task, wait for the running ones, and close their clients."""
         if self.metadata is not None and not self.metadata.stop(timeout_s):
             log.error("config/ACL sync of plan '%s' did not finish within %.0f s", self.plan.name, timeout_s)
+        with self._lock:
+            self._stopped.set()
+        if self._builder is not None:
+            self._builder.join(timeout_s)
+            if self._builder.is_alive():
+                log.error("the checkpoint loop of plan '%s' was still being built after %.0f s; leaving it",
+                          self.plan.name, timeout_s)
+                return
         if self.checkpoints is not None:
             self.checkpoints.close(timeout_s)

@@ -103,6 +103,8 @@ class Replicator:
         self.outages = OutageWatch()
         self.flow_state = "running"
         self._stop = threading.Event()
+        # Set once start-up is done and the copy loop runs: what runs beside the copy starts only then.
+        self.copying = threading.Event()
 
     @property
     def group_id(self) -> str:
@@ -211,6 +213,7 @@ class Replicator:
         gc_thresholds = gc.get_threshold()
         gc.freeze()
         gc.set_threshold(100_000, 50, 100)
+        self.copying.set()
         try:
             while not self._stop.is_set() and not self.faults.fatal:
                 copy(consume(engine.batch_size, timeout=0.2))

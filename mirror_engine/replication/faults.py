@@ -32,6 +32,11 @@ class Faults:
     last_error: str = ""
     blocked_topics: dict[str, str] = field(default_factory=dict)
 
+    def stop_with(self, sentence: str) -> None:
+        """Stop the engine for this reason, unless an earlier fatal error already does."""
+        if not self.fatal:
+            self.fatal = sentence
+
     def producer_failed(self, error: KafkaError, sentence: str) -> None:
         """A fatal error of the target producer, wherever it surfaced (a callback, a commit, a status write):
         fencing is said as such whatever was seen first; otherwise the first fatal error says why."""

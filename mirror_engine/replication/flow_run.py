@@ -31,7 +31,8 @@ class FlowRun:
         self.replicator = Replicator(plan, source_config, target_config, worker_id=worker_id, clusters=clusters)
         # `holder` names this process in the flow's checkpoint lease.
         self.beside = BesideTheCopy(plan, source_config, target_config,
-                                    holder=f"mirror-engine-{kind}-{worker_id or default_worker_id()}")
+                                    holder=f"mirror-engine-{kind}-{worker_id or default_worker_id()}",
+                                    on_failure=self.replicator.faults.stop_with, copying=self.replicator.copying)
 
     def stop(self) -> None:
         """No background task starts after this, and the copy stops after its in-flight records."""
@@ -39,7 +40,8 @@ class FlowRun:
         self.replicator.stop()
 
     def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
-        """Start the background tasks, copy until stopped (`Replicator.run`), then stop and close the tasks."""
+        """Start the background tasks (the checkpoint loop once the copy runs: its start-up never waits for it), copy
+        until stopped (`Replicator.run`), then stop and close the tasks."""
         self.beside.start()
         try:
             return self.replicator.run(max_seconds=max_seconds, until_caught_up=until_caught_up)

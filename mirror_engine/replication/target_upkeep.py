@@ -41,7 +41,7 @@ class TargetUpkeep:
         for attempt in range(3):
             preparation = prepare_target(self.plan, self.source_config, self.target_config, apply=True,
                                          managed_topics=managed, best_effort=True, target_configs=self.target_configs,
-                                         clusters=clusters,
+                                         clusters=clusters, internal_topics=False,  # the engine made them
                                          on_planned=self._planned)
             prepared, result = preparation.prepared, preparation.applied
             if prepared.problems and self.beside_others and attempt < 2:

@@ -1,5 +1,7 @@
-"""What the engine writes as it runs does not grow with the cluster: the same engine on 60 and on 600 partitions,
-in one test, writes status records of about the same size and as few log lines an interval.
+"""What the engine does does not grow with the cluster: the same engine on 60 and on 600 partitions, in one test,
+starts the same way (`prepare` made the flow's internal topics with the target topics, so `run` creates none and
+waits for none; the copy starts without waiting for the checkpoint loop) and writes status records of about the
+same size and as few log lines an interval.
 
 The large shapes (2,000 and 10,000 partitions) are measured by bench/scale.py; this keeps the bounds from
 growing back on a shape small enough for every test run."""
@@ -14,9 +16,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+import mirror_engine.replication.beside_the_copy as beside_the_copy
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics
-from mirror_engine.replication import Replicator
+from mirror_engine.kafka import admin_client, wait_until_served
+from mirror_engine.prepare import prepare_target
+from mirror_engine.replication import FlowRun
 from tests.integration.kafka_data import end_offsets
 from tests.integration.plans import create_topics, make_plan
 
@@ -52,26 +57,53 @@ def _progress_log_lines(records: list[logging.LogRecord]) -> list[int]:
     return counts
 
 
-def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: int,
-               caplog: pytest.LogCaptureFixture) -> tuple[list[int], list[int]]:
-    """Copy `topics` x PARTITIONS partitions with status and log every 0.3 s: (status record sizes, log lines per
-    progress log)."""
+def _internal_topics_served(target: KafkaCluster, topics: InternalTopics) -> list[str]:
+    """The flow's internal topics that the target's metadata does not serve yet (with a leader), asked once."""
+    metadata = admin_client(target.client_config()).list_topics(timeout=10).topics
+    return [name for name in topics.specs()
+            if name not in metadata or metadata[name].error is not None
+            or any(p.leader < 0 for p in metadata[name].partitions.values())]
+
+
+def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: int, caplog: pytest.LogCaptureFixture,
+               monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str]]:
+    """`prepare` then `run` (with engine.run_checkpoints) over `topics` x PARTITIONS partitions, status and log every
+    0.3 s, the checkpoint loop held back until the copy is done: (status record sizes, log lines per progress log,
+    the engine's log lines about creating or waiting for internal topics)."""
     names = [f"{name}.t{i:03d}" for i in range(topics)]
     plan = make_plan(source, target, rf"{name}\.", name=name,
-                     engine={"status_interval_s": 0.3, "log_interval_s": 0.3, "progress_interval_s": 0.2})
+                     engine={"status_interval_s": 0.3, "log_interval_s": 0.3, "progress_interval_s": 0.2,
+                             "run_checkpoints": True})
+    internal = InternalTopics.for_plan(plan)
     remote = [plan.policy().format_remote_topic(plan.source.alias, topic) for topic in names]
     create_topics(source, [NewTopic(topic, PARTITIONS, 1) for topic in names], timeout_s=60)
-    # Made beforehand (empty, as `prepare` makes them), so a busy broker has elected their leaders by the start.
-    create_topics(target, [NewTopic(topic, PARTITIONS, 1) for topic in remote], timeout_s=60)
+    preparation = prepare_target(plan, source.client_config(), target.client_config(), apply=True)
+    assert preparation.applied is not None and not preparation.failed, preparation.failed
+    # Made with the target topics and served when `prepare` returns: before, `run` made them after the burst of
+    # partitions `prepare` had asked for, and waited for the broker to create those first.
+    assert not _internal_topics_served(target, internal)
+    # `prepare` waits 15 s for the topics' leaders: a broker as busy as a shared test machine may need longer.
+    wait_until_served(admin_client(target.client_config()), remote, timeout_s=60)
     producer = Producer(source.client_config())
     for topic in names:
         for partition in range(PARTITIONS):
             for i in range(RECORDS):
                 producer.produce(topic, b"v" * 50, b"k%d" % i, partition)
     assert producer.flush(60) == 0
-    replicator = Replicator(plan, source.client_config(), target.client_config())
+
+    # The checkpoint loop is built only once the copy is done: the copy's start-up must not wait for it.
+    copied = threading.Event()
+    real_loop = beside_the_copy.CheckpointLoop
+
+    def held_back(*args: object, **kwargs: object) -> object:
+        # Before, `run` built the loop before its first record: this waited for a copy that could not start.
+        assert copied.wait(60), "the checkpoint loop was built before the copy, which never started"
+        return real_loop(*args, **kwargs)
+
+    monkeypatch.setattr(beside_the_copy, "CheckpointLoop", held_back)
+    flow = FlowRun(plan, source.client_config(), target.client_config())
     caplog.clear()
-    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
+    runner = threading.Thread(target=flow.run, kwargs={"max_seconds": 120})
     runner.start()
     try:
         deadline = time.monotonic() + 90
@@ -80,17 +112,26 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
             time.sleep(0.2)
         time.sleep(1.5)  # a few status and log intervals of the steady state
     finally:
-        replicator.stop()
+        copied.set()
+        flow.stop()
         runner.join(60)
-    assert not replicator.fatal
-    return _status_records(target, InternalTopics.for_plan(plan).status), _progress_log_lines(caplog.records)
+    assert not flow.replicator.fatal
+    internal_lines = [record.getMessage() for record in caplog.records
+                      if record.name.startswith("mirror_engine") and "internal topic" in record.getMessage()]
+    return (_status_records(target, internal.status), _progress_log_lines(caplog.records), internal_lines)
 
 
-def test_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka_pair, unique_name, caplog):
+def test_start_up_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka_pair, unique_name, caplog,
+                                                                                     monkeypatch):
     source, target = kafka_pair
     caplog.set_level(logging.INFO, logger="mirror_engine")
-    small_status, small_log = _run_shape(source, target, f"{unique_name}-s", 15, caplog)  # 60 partitions
-    large_status, large_log = _run_shape(source, target, f"{unique_name}-l", 150, caplog)  # 600 partitions
+    small_status, small_log, small_internal = _run_shape(source, target, f"{unique_name}-s", 15, caplog,
+                                                         monkeypatch)  # 60 partitions
+    large_status, large_log, large_internal = _run_shape(source, target, f"{unique_name}-l", 150, caplog,
+                                                         monkeypatch)  # 600 partitions
+
+    # `run` after `prepare` created no internal topic and waited for none, at either size.
+    assert small_internal == large_internal == [], (small_internal, large_internal)
 
     assert small_log and large_log and small_status and large_status
     # Before: a status record listed every partition (about 350 bytes each: 210 KB at 600 partitions), and

@@ -24,17 +24,21 @@ class Target:
     """Stands in for both clusters: what plan_preparation finds, and every apply_actions call, in order."""
 
     def __init__(self, actions: list[Action], problems: list[str] | None = None,
-                 refused_in_dry_run: bool = False) -> None:
+                 refused_in_dry_run: bool = False, internal: dict[str, dict[str, str]] | None = None) -> None:
         self.actions, self.problems, self.refused_in_dry_run = actions, problems or [], refused_in_dry_run
+        self.internal = internal or {}  # the flow's internal topics missing on the target
         self.calls: list[tuple] = []
+        self.internal_asked: list[list[str]] = []  # the internal topics of each apply_actions call
 
     def plan_preparation(self, plan, source_config, target_config, managed, best_effort=False,
                          target_configs=None, clusters=None) -> PreparePlan:
         self.calls.append(("plan", managed, best_effort))
-        return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"])
+        return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"],
+                           internal_topics=dict(self.internal))
 
-    def apply_actions(self, target_config, actions, validate_only=False) -> ApplyResult:
+    def apply_actions(self, target_config, actions, validate_only=False, internal_topics=None) -> ApplyResult:
         self.calls.append(("validate" if validate_only else "apply", [a.kind for a in actions]))
+        self.internal_asked.append(sorted(internal_topics or {}))
         if validate_only and self.refused_in_dry_run:
             return ApplyResult(failed=[(actions[0], "policy violation")])
         return ApplyResult(applied=list(actions))
@@ -123,3 +127,28 @@ def test_given_managed_topics_and_best_effort_reach_the_planning(target):
     fake = target([])
     prepare_target(PLAN, {}, {}, managed_topics=frozenset({"orders"}), best_effort=True)
     assert fake.calls == [("plan", frozenset({"orders"}), True)]
+
+
+INTERNAL = {"mirror-engine-offsets.src.shop.internal": {"cleanup.policy": "compact"},
+            "src.checkpoints.internal": {"cleanup.policy": "compact"}}
+
+
+def test_a_full_apply_creates_the_missing_internal_topics_with_the_target_topics(target):
+    # In the same request as the topics: created after a burst of partitions, a broker shows them only once it has
+    # created the burst's logs, and the engine started right after waited for them.
+    fake = target([CREATE], internal=INTERNAL)
+    _run(dry_run=True, apply=True)
+    assert [call[0] for call in fake.calls] == ["plan", "validate", "apply"]
+    assert fake.internal_asked == [sorted(INTERNAL), sorted(INTERNAL)]
+    fake = target([], internal=INTERNAL)  # the topics exist already: the internal topics are still made
+    _run(apply=True)
+    assert fake.calls[-1] == ("apply", []) and fake.internal_asked == [sorted(INTERNAL)]
+
+
+def test_internal_topics_are_left_to_the_engine_with_kinds_or_when_told(target):
+    fake = target([CREATE, ALTER], internal=INTERNAL)
+    _run(apply=True, kinds={"alter_configs"})
+    assert fake.internal_asked == [[]]
+    fake = target([], internal=INTERNAL)
+    _run(apply=True, internal_topics=False)
+    assert [call[0] for call in fake.calls] == ["plan"]
