@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -18,6 +19,30 @@ from confluent_kafka.admin import (
 
 from mirror_engine.kafka import Acl, admin_client, read_acls, wait_until_served
 from mirror_engine.prepare.actions import Action, ApplyResult
+
+# The KRaft controller refuses a request that would write more than 10,000 metadata records at once ("Unable to
+# perform excessively large batch operation"): a new topic writes one record, and one more per partition and per
+# config; each new partition, changed config and ACL is one. So a plan of 1,000 topics of 10 partitions is created
+# in three requests, not refused as one.
+RECORDS_PER_REQUEST = 4_000
+
+T = TypeVar("T")
+
+
+def in_batches(items: list[T], records: Callable[[T], int]) -> Iterator[list[T]]:
+    """Consecutive slices of `items` whose records add up to at most RECORDS_PER_REQUEST (a larger item alone)."""
+    budget = RECORDS_PER_REQUEST
+    batch: list[T] = []
+    used = 0
+    for item in items:
+        cost = records(item)
+        if batch and used + cost > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(item)
+        used += cost
+    if batch:
+        yield batch
 
 
 def apply_actions(
@@ -51,7 +76,9 @@ def apply_actions(
             NewTopic(a.resource, a.details["partitions"], a.details["replication_factor"], config=a.details["configs"])
             for a in creates
         ]
-        futures = admin.create_topics(new_topics, request_timeout=timeout_s, validate_only=validate_only)
+        futures: dict[str, Any] = {}
+        for batch in in_batches(new_topics, lambda t: 1 + t.num_partitions + len(t.config or {})):
+            futures.update(admin.create_topics(batch, request_timeout=timeout_s, validate_only=validate_only))
         for name, configs in internal.items():
             try:
                 futures[name].result()
@@ -65,34 +92,39 @@ def apply_actions(
             settle(action, futures[action.resource])
     grows = by_kind.get("add_partitions", [])
     if grows:
-        futures = admin.create_partitions(
-            [NewPartitions(a.resource, a.details["to"]) for a in grows],
-            request_timeout=timeout_s, validate_only=validate_only,
-        )
-        for action in grows:
-            settle(action, futures[action.resource])
-    for action in by_kind.get("alter_configs", []):
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-                   for k, v in action.details["set"].items()]
-        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
-                    for k in action.details["delete"]]
-        resource = ConfigResource(ConfigResource.Type.TOPIC, action.resource, incremental_configs=entries)
-        futures = admin.incremental_alter_configs([resource], request_timeout=timeout_s, validate_only=validate_only)
-        settle(action, next(iter(futures.values())))
+        for batch in in_batches(grows, lambda a: a.details["to"] - a.details["from"]):
+            futures = admin.create_partitions([NewPartitions(a.resource, a.details["to"]) for a in batch],
+                                              request_timeout=timeout_s, validate_only=validate_only)
+            for action in batch:
+                settle(action, futures[action.resource])
+    alters = by_kind.get("alter_configs", [])
+    for batch in in_batches(alters, lambda a: len(a.details["set"]) + len(a.details["delete"])):
+        resources = {_config_change(action): action for action in batch}
+        futures = admin.incremental_alter_configs(list(resources), request_timeout=timeout_s,
+                                                  validate_only=validate_only)
+        for resource, action in resources.items():
+            settle(action, futures[resource])
     acl_actions = by_kind.get("create_acl", [])
     if acl_actions and validate_only:
         result.not_attempted.extend(acl_actions)
     elif acl_actions:
-        bindings = {Acl(**a.details["acl"]).to_binding(): a for a in acl_actions}
-        futures = admin.create_acls(list(bindings), request_timeout=timeout_s)
-        for binding, future in futures.items():
-            settle(bindings[binding], future)
+        for batch in in_batches(acl_actions, lambda _: 1):
+            bindings = {Acl(**a.details["acl"]).to_binding(): a for a in batch}
+            futures = admin.create_acls(list(bindings), request_timeout=timeout_s)
+            for binding, future in futures.items():
+                settle(bindings[binding], future)
         _wait_for_acls(admin, {Acl(**a.details["acl"]) for a in result.applied if a.kind == "create_acl"})
 
     if not validate_only and (creates or grows or internal):
         changed = [a.resource for a in result.applied if a.kind in ("create_topic", "add_partitions")]
         wait_until_served(admin, [*result.internal_topics, *changed])
     return result
+
+
+def _config_change(action: Action) -> ConfigResource:
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in action.details["set"].items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in action.details["delete"]]
+    return ConfigResource(ConfigResource.Type.TOPIC, action.resource, incremental_configs=entries)
 
 
 def _wait_for_acls(admin: AdminClient, created: set[Acl], timeout_s: float = 15.0) -> None:
