@@ -176,14 +176,14 @@ def _compare_with_spark(ranges: list[PartitionRange], securities: tuple[ClusterS
     source = read_ranges(spark, source_options, source_ranges, labels, cores)
     target = read_ranges(spark, target_options, target_ranges, labels, cores)
     untimed = log_append_time_topics(target_config, ranges)
-    untimestamped = untimestamped_topics(source) if source is not None else frozenset()
+    # Sample mode picks records by fingerprint, so must know first which topics to fingerprint without their
+    # timestamp (a read of the source of its own); a full comparison finds them while pairing.
+    untimestamped = untimestamped_topics(source) if source is not None and fraction < 1.0 else frozenset()
     untimed |= untimestamped
-    if source is None or target is None:
-        empty = spark.createDataFrame([], "topic string, partition int, offset long, fp long")
-        source_fp = fingerprinted(source, untimed) if source is not None else empty
-        target_fp = fingerprinted(target, untimed) if target is not None else empty
-    else:
-        source_fp, target_fp = fingerprinted(source, untimed), fingerprinted(target, untimed)
+    empty = spark.createDataFrame(
+        [], "topic string, partition int, offset long, fp long, fp_untimed long, stampless boolean")
+    source_fp = fingerprinted(source, untimed) if source is not None else empty
+    target_fp = fingerprinted(target, untimed) if target is not None else empty
     return compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
                    translate, plan_name, mode, fraction, untimed, untimestamped)
 

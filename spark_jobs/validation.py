@@ -2,12 +2,13 @@
 
 Both sides are read once with Spark's Kafka source over the copied ranges only. Every record gets a
 fingerprint of its key, value, headers and timestamp in the JVM (Spark's built-in `xxhash64`, no Python
-UDF). The (offset, fingerprint) rows of both sides meet in one shuffle, grouped by partition, where
-`record_pairing` pairs them by (fingerprint, occurrence among equal fingerprints): a source record without
-a pair is missing on the target, a target record without a pair is extra (a duplicate when its
-fingerprint is on the source). A missing and an extra record at the same place (the source offset
-translates to the target offset) are one changed record. Pairs whose target offsets run backwards against
-their source order are out of order. Only the mismatches (bounded per partition) reach the driver.
+UDF). The (offset, fingerprint) rows of both sides meet in one shuffle by Kafka partition (no sort), where
+`record_pairing` pairs them per Kafka partition by (fingerprint, occurrence among equal fingerprints): a
+source record without a pair is missing on the target, a target record without a pair is extra (a
+duplicate when its fingerprint is on the source). A missing and an extra record at the same place (the
+source offset translates to the target offset) are one changed record. Pairs whose target offsets run
+backwards against their source order are out of order. Only the mismatches (bounded per partition) reach
+the driver.
 
 A target topic with `message.timestamp.type=LogAppendTime` cannot keep the source's timestamps: its broker
 stamps every record with its own append time. Its records are compared by key, value and headers (on both
@@ -20,7 +21,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from mirror_engine.observe import render_validation_page
@@ -147,17 +148,18 @@ def read_ranges(spark: SparkSession, options: dict[str, str], ranges: dict[str, 
 
 
 def fingerprinted(records: DataFrame, untimed_topics: frozenset[str] = frozenset()) -> DataFrame:
-    """topic, partition, offset, fp. Null flags are hashed too: xxhash64 skips null inputs, which would
-    make a null key with value v hash like key v with a null value. Records of `untimed_topics` (a LogAppendTime
-    target) are fingerprinted without their timestamp, on both sides."""
+    """topic, partition, offset, fp, fp_untimed, stampless. Null flags are hashed too: xxhash64 skips null
+    inputs, which would make a null key with value v hash like key v with a null value. Records of
+    `untimed_topics` (a LogAppendTime target) are fingerprinted without their timestamp, on both sides.
+    fp_untimed is the fingerprint without the timestamp (xxhash64 skips the null); stampless says the record
+    has no timestamp (format v0): the pairing uses fp_untimed for the topics that hold such records."""
     timestamp = F.col("timestamp")
     if untimed_topics:
         timestamp = F.when(F.col("topic").isin(*sorted(untimed_topics)), F.lit(None)).otherwise(timestamp)
-    fp = F.xxhash64(
-        F.col("key"), F.col("key").isNull(), F.col("value"), F.col("value").isNull(),
-        F.coalesce(F.col("headers"), F.array()), timestamp,
-    )
-    return records.select("topic", "partition", "offset", fp.alias("fp"))
+    content = (F.col("key"), F.col("key").isNull(), F.col("value"), F.col("value").isNull(),
+               F.coalesce(F.col("headers"), F.array()))
+    return records.select("topic", "partition", "offset", F.xxhash64(*content, timestamp).alias("fp"),
+                          F.xxhash64(*content).alias("fp_untimed"), (F.col("timestampType") < 0).alias("stampless"))
 
 
 def sample_by_content(records: DataFrame, fraction: float) -> DataFrame:
@@ -178,7 +180,9 @@ def untimed_note(topic: str, target_topic: str, untimestamped: bool = False) -> 
 
 
 def untimestamped_topics(source: DataFrame) -> frozenset[str]:
-    """The topics whose source records include some without a timestamp (record format v0)."""
+    """The topics whose source records include some without a timestamp (record format v0): a read of its own,
+    for sample mode (which picks records by fingerprint, so must know first); a full comparison finds them while
+    pairing."""
     return frozenset(row["topic"] for row in source.where(F.col("timestampType") < 0).select("topic").distinct()
                      .collect())
 
@@ -187,21 +191,38 @@ def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
             translate: Callable[[str, int, int], int | None], plan: str, mode: str,
             fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset(),
             untimestamped: frozenset[str] = frozenset()) -> ValidationReport:
-    """Pair the fingerprinted records of both sides per partition (one shuffle) and build the report."""
-    # Imported by name so Spark ships a reference to the function, not a copy of its module.
-    from spark_jobs.record_pairing import pair_groups as pair
+    """Pair the fingerprinted records of both sides per partition (one shuffle, no sort) and build the report.
 
-    sides = (source.select("topic", "partition", "offset", "fp", F.lit(0).cast("byte").alias("side"))
-             .unionByName(target.select("topic", "partition", "offset", "fp", F.lit(1).cast("byte").alias("side"))))
+    Topics whose source holds records without a timestamp are compared without timestamps: those given in
+    `untimestamped` (already fingerprinted so) and those the pairing finds."""
+    # Imported by name so Spark ships a reference to the function, not a copy of its module.
+    from spark_jobs.record_pairing import pair_partitions as pair
+
+    # One long per Kafka partition: topic index << 32 | partition. All rows of a Kafka partition, both sides,
+    # land in the same Spark partition (several Kafka partitions may share one), where they are paired.
+    topics = sorted({r.topic for r in ranges})
+    index = F.create_map(*[F.lit(part) for i, topic in enumerate(topics) for part in (topic, i)])
+    key = F.shiftleft(F.element_at(index, F.col("topic")).cast("long"), 32) + F.col("partition").cast("long")
+    columns = [key.alias("key"), "offset", "fp", "fp_untimed", "stampless"]
+    sides = (source.select(*columns, F.lit(0).cast("byte").alias("side"))
+             .unionByName(target.select(*columns, F.lit(1).cast("byte").alias("side"))))
     limit = MAX_MISMATCHES
-    findings = sides.groupBy("topic", "partition").applyInArrow(lambda table: pair(table, limit),
-                                                                FINDINGS_SCHEMA).collect()
-    results = {(r.topic, r.partition): PartitionResult(r.topic, r.partition) for r in ranges}
+    findings = (sides.repartition(max(1, len(ranges)), "key")
+                .mapInArrow(lambda batches: pair(batches, topics, limit), FINDINGS_SCHEMA).collect())
+    untimestamped = frozenset(untimestamped) | {row["topic"] for row in findings if row["stampless"]}
+    untimed_topics = frozenset(untimed_topics) | untimestamped
+    # Per partition the pairing by timestamp, or without it for a topic with records without one (a clean
+    # pairing by timestamp comes alone: it is clean without the timestamp too).
+    chosen: dict[tuple[str, int], Row] = {}
     for row in findings:
+        wanted = row["topic"] not in untimestamped
+        if (row["topic"], row["partition"]) not in chosen or row["timed"] == wanted:
+            chosen[(row["topic"], row["partition"])] = row
+    results = {(r.topic, r.partition): PartitionResult(r.topic, r.partition) for r in ranges}
+    for (topic, partition), row in chosen.items():
         found = PartitionFindings(row["source_records"], row["target_records"], row["missing"], row["extra"],
                                   row["extra_on_source"], row["out_of_order"])
-        results[(row["topic"], row["partition"])] = result_from_findings(row["topic"], row["partition"], found,
-                                                                         translate)
+        results[(topic, partition)] = result_from_findings(topic, partition, found, translate)
     ordered = [results[k] for k in sorted(results)]
     targets = {r.topic: r.target_topic for r in ranges}
     notes = [untimed_note(topic, targets.get(topic, topic), topic in untimestamped) for topic in sorted(untimed_topics)]

@@ -49,3 +49,26 @@ def test_rows_out_of_offset_order_stop_the_task():
         copier.copy(_batch([6, 7]))
     with pytest.raises(RuntimeError, match="out of offset order"):
         _copier_with_everything_already_copied().copy(_batch([1, 3, 2]))
+
+
+def test_the_cyclic_collector_is_off_while_a_task_copies_and_back_on_after(monkeypatch):
+    """Two containers per record (the header lists) made the collector sweep the worker's heap again and again:
+    several times the copy's own work. Nothing in the copy makes reference cycles."""
+    import gc
+
+    from spark_jobs.range_copy import copy_arrow_batches
+
+    seen: list[bool] = []
+    monkeypatch.setattr(RangeCopier, "copy", lambda self, batch: seen.append(gc.isenabled()))
+    monkeypatch.setattr(RangeCopier, "finish", lambda self: seen.append(gc.isenabled()) or [])
+    assert gc.isenabled()
+    list(copy_arrow_batches(iter([_batch([0]), _batch([1])]), {}, {}))
+    assert seen == [False, False, False] and gc.isenabled()
+
+    def fail(self, batch):
+        raise RuntimeError("rejected")
+
+    monkeypatch.setattr(RangeCopier, "copy", fail)
+    with pytest.raises(RuntimeError, match="rejected"):
+        list(copy_arrow_batches(iter([_batch([0])]), {}, {}))
+    assert gc.isenabled()
