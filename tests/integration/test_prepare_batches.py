@@ -7,7 +7,6 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.prepare import Action, apply_actions
-from mirror_engine.prepare import applying
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +35,7 @@ def test_a_plan_past_the_controllers_request_limit_is_created_in_batches(kafka_p
 
     # The limit is the broker's: sent as one request, the same topics are refused, every one of them.
     with monkeypatch.context() as patch:
-        patch.setattr(applying, "RECORDS_PER_REQUEST", 10**9)
+        patch.setattr("mirror_engine.prepare.applying.RECORDS_PER_REQUEST", 10**9)
         refused = apply_actions(target.client_config(), _creates(f"{unique_name}-one"))
     assert not refused.applied and len(refused.failed) == TOPICS
     assert "excessively large" in refused.failed[0][1]
