@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import random
 import socket
 import subprocess
@@ -222,8 +223,10 @@ def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
 def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path,
                   oauth_issuer: str = "") -> list[str]:
     # Short-lived tool JVMs start faster with C1 only and the serial collector.
+    # A broker's heap: 512 MiB unless KAFKA_LOCAL_BROKER_HEAP says (e.g. "1g" for many thousand partitions).
     jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"] if tool else [
-        "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        "-Xms256m", f"-Xmx{os.environ.get('KAFKA_LOCAL_BROKER_HEAP', '512m')}", "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
     ]
     return [
         "java", *jvm,
