@@ -50,10 +50,22 @@ def start_broker_nodes(cluster: KafkaCluster, lib: Path, brokers: int) -> None:
         with ThreadPoolExecutor(max_workers=len(cluster.brokers)) as pool:
             processes = list(pool.map(lambda node: _format_and_launch(cluster, node, lib), cluster.brokers))
         cluster.save()
-        _wait_for_brokers(cluster, processes)
+        _wait_for_brokers(cluster, list(zip(cluster.brokers, processes, strict=True)))
     except BaseException:
         cluster.stop()
         raise
+
+
+def restart_broker_nodes(cluster: KafkaCluster, lib: Path) -> None:
+    """Start again, on their own files and ports, the broker-only nodes of `cluster` that are not running."""
+    launched = []
+    for node in cluster.brokers:
+        if not node.is_running():
+            process = launch_broker(lib, Path(node.home), node.log_file)
+            node.pid = process.pid
+            launched.append((node, process))
+    cluster.save()
+    _wait_for_brokers(cluster, launched)
 
 
 def _format_and_launch(cluster: KafkaCluster, node: BrokerNode, lib: Path) -> subprocess.Popen[bytes]:
@@ -75,7 +87,8 @@ def _format_and_launch(cluster: KafkaCluster, node: BrokerNode, lib: Path) -> su
     return process
 
 
-def _wait_for_brokers(cluster: KafkaCluster, processes: list[subprocess.Popen[bytes]]) -> None:
+def _wait_for_brokers(cluster: KafkaCluster, launched: list[tuple[BrokerNode, subprocess.Popen[bytes]]]) -> None:
+    """Wait until the cluster's metadata lists all its brokers; raise if one of those `launched` exits."""
     from confluent_kafka.admin import AdminClient
 
     expected = 1 + len(cluster.brokers)
@@ -83,7 +96,7 @@ def _wait_for_brokers(cluster: KafkaCluster, processes: list[subprocess.Popen[by
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     seen = 0
     while time.monotonic() < deadline:
-        for node, process in zip(cluster.brokers, processes, strict=True):
+        for node, process in launched:
             if process.poll() is not None:
                 raise ClusterStartError(f"cluster {cluster.name} node {node.node_id}: broker exited with "
                                         f"{process.returncode}:\n{_tail(node.log_file)}")

@@ -307,13 +307,20 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path, tls: str = "", 
 
 
 def restart_cluster(cluster: KafkaCluster) -> KafkaCluster:
-    """Start a stopped cluster again on its own files and ports (an outage ending); return once it serves."""
+    """Start a stopped cluster again on its own files and ports (an outage ending): each of its nodes that is not
+    running; return once it serves."""
     if cluster.is_running():
         return cluster
-    process = launch_broker(resolve(kafka_jar_set()), Path(cluster.home), cluster.log_file, cluster.oauth_issuer)
-    cluster.pid = process.pid
-    cluster.save()
-    _wait_until_serving(cluster, process)
+    lib = resolve(kafka_jar_set())
+    if not process_running(cluster.pid, cluster.home):
+        process = launch_broker(lib, Path(cluster.home), cluster.log_file, cluster.oauth_issuer)
+        cluster.pid = process.pid
+        cluster.save()
+        _wait_until_serving(cluster, process)
+    if cluster.brokers:
+        from kafka_local.brokers import restart_broker_nodes
+
+        restart_broker_nodes(cluster, lib)
     return cluster
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_local.cluster import KafkaCluster, start_cluster
+from kafka_local.cluster import KafkaCluster, restart_cluster, start_cluster
+from kafka_local.nodes import reap
 from mirror_engine.kafka import wait_until_served
 
 pytestmark = pytest.mark.integration
@@ -54,6 +57,18 @@ def test_two_brokers_share_a_topic_and_stop_together(tmp_path: Path) -> None:
             got += [m for m in batch if m.error() is None]
         consumer.close()
         assert sorted(m.value() for m in got) == sorted(b"v%d" % i for i in range(40))
+
+        # One broker down is a cluster not running; restarting starts that node alone, on its own port.
+        node = cluster.brokers[0]
+        os.kill(node.pid, signal.SIGKILL)
+        while node.is_running():
+            reap(node.pid)
+            time.sleep(0.1)
+        assert not cluster.is_running()
+        restart_cluster(cluster)
+        assert cluster.is_running() and cluster.pid == pids[0] and node.pid != pids[1]
+        pids.append(node.pid)
+        assert sorted(AdminClient(cluster.client_config()).list_topics(timeout=10).brokers) == [1, 2]
     finally:
         cluster.stop()
     assert not cluster.is_running()
