@@ -139,6 +139,16 @@ def check_brokers(shapes: list[Shape], topic_sets: int, brokers: int, file_limit
                     brokers, partitions, FILES_PER_PARTITION, file_limit, needed)
 
 
+def create_after_failed_prepare(target: KafkaCluster, names: list[str], partitions: int) -> None:
+    """`prepare` failed (its log is above): create the target topics it should have, in batches, so that `run` and
+    the steps after it are still measured; the table shows `prepare` as failed."""
+    metadata = AdminClient(target.client_config()).list_topics(timeout=60).topics
+    missing = [name for name in names if name not in metadata]
+    log.warning("prepare failed: the benchmark creates the %d target topics it left missing, %d per request, to "
+                "measure the rest", len(missing), CREATE_BATCH)
+    create_topics(target, missing, partitions)
+
+
 def create_topics(cluster: KafkaCluster, names: list[str], partitions: int) -> None:
     admin = AdminClient(cluster.client_config())
     for start in range(0, len(names), CREATE_BATCH):
@@ -318,6 +328,8 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     for step, extra in (("plan", []), ("prepare --dry-run", ["--dry-run"]), ("prepare", [])):
         command = [*ENGINE, step.split()[0], "--plan", str(plan_file), *extra]
         figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log", code.env())
+    if figures.seconds["prepare"] is None:
+        create_after_failed_prepare(target, names, shape.partitions)
 
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())

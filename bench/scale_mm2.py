@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from scale import Code, Figures, Shape
 
 log = logging.getLogger("scale")
+# The KRaft controller's answer to a request of more than 10,000 records (a topic and each partition one record).
+TOO_LARGE = "excessively large batch"
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -69,6 +71,10 @@ def measure_mm2(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdi
     try:
         while figures.copied_s is None and time.monotonic() - mm2.started_at < timeout_s:
             mm2.check_alive()
+            if figures.first_record_s is None and TOO_LARGE in mm2.log_file.read_text(errors="replace"):
+                log.warning("MirrorMaker 2 could not create the target topics of %s (%s): stopping it:\n%s", shape,
+                            TOO_LARGE, mm2.log_tail(10))
+                break
             copied = _records_on_target(admin, names, shape.partitions)
             now = time.monotonic() - mm2.started_at
             if figures.first_record_s is None and copied:
