@@ -446,6 +446,7 @@ def main() -> None:
     parser.add_argument("--broker-heap", default="512m", help="each broker's JVM heap (-Xmx): 512m suits a few "
                         "thousand partitions per broker")
     parser.add_argument("--no-mm2", dest="mm2", action="store_false", help="leave MirrorMaker 2 out")
+    parser.add_argument("--no-engine", dest="engine", action="store_false", help="MirrorMaker 2 alone")
     parser.add_argument("--mm2-timeout", type=float, default=1200.0, help="seconds MM2 may take to copy a shape")
     parser.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
     parser.add_argument("--code", action="append", type=Code.parse, metavar="LABEL[=DIR]",
@@ -466,7 +467,7 @@ def main() -> None:
         try:
             for shape in shapes:
                 raw_rate = build_shape(shape, source, target, args.records)
-                for code in codes:
+                for code in codes if args.engine else []:
                     figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
                     figures.raw_rate = raw_rate
                     columns.append((shape, code))
@@ -484,7 +485,8 @@ def report_so_far(columns: list[tuple[Shape, Code]], results: list[Figures], mm2
     """Each shape's figures as soon as it is measured: a run cut short keeps those of the smaller shapes."""
     if not last:
         print("\n(figures so far)")
-    report(columns, results)
+    if results:
+        report(columns, results)
     if mm2:
         report_mm2(columns, results, mm2)
     sys.stdout.flush()

@@ -71,7 +71,8 @@ def measure_mm2(shape: Shape, source: KafkaCluster, target: KafkaCluster, workdi
     try:
         while figures.copied_s is None and time.monotonic() - mm2.started_at < timeout_s:
             mm2.check_alive()
-            if figures.first_record_s is None and TOO_LARGE in mm2.log_file.read_text(errors="replace"):
+            if figures.first_record_s is None and mm2.log_file.exists() and TOO_LARGE in mm2.log_file.read_text(
+                    errors="replace"):
                 log.warning("MirrorMaker 2 could not create the target topics of %s (%s): stopping it:\n%s", shape,
                             TOO_LARGE, mm2.log_tail(10))
                 break
@@ -125,6 +126,12 @@ def report_mm2(columns: list[tuple[Shape, Code]], results: list[Figures],
             row.append(cell(value, digits))
         if shape in mm2 and code is columns[-1][1]:
             other = mm2[shape]
+            header.append(f"{shape.total_partitions:,} p MM2")
+            values = [other.first_record_s, other.copied_s, other.rate, other.copy_cpu_s, other.peak_rss_mib]
+            for row, value, digits in zip(rows, values, (1, 1, 0, 1, 0), strict=True):
+                row.append(cell(value, digits))
+    for shape, other in mm2.items():  # measured without the engine (--no-engine)
+        if all(shape != measured for measured, _ in columns):
             header.append(f"{shape.total_partitions:,} p MM2")
             values = [other.first_record_s, other.copied_s, other.rate, other.copy_cpu_s, other.peak_rss_mib]
             for row, value, digits in zip(rows, values, (1, 1, 0, 1, 0), strict=True):
