@@ -30,7 +30,7 @@ The brokers need about one file descriptor per partition and segment: the script
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
 under it. The limit is per process, so N brokers hold N times the partitions one can.
 
-    .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000 --brokers 5   # 2,000 and 10,000
+    .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000 --brokers 4 --broker-heap 1g
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
     .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
 """
@@ -473,8 +473,12 @@ def main() -> None:
                     columns.append((shape, code))
                     results.append(figures)
                 if args.mm2:
-                    mm2[shape] = measure_mm2(shape, source, target, workdir, args.records, args.mm2_tasks,
-                                             args.mm2_timeout)
+                    try:
+                        mm2[shape] = measure_mm2(shape, source, target, workdir, args.records, args.mm2_tasks,
+                                                 args.mm2_timeout)
+                    except Exception:  # the engine's figures of the shape are printed all the same
+                        log.exception("MirrorMaker 2 on %s failed", shape)
+                        mm2[shape] = Mm2Figures()
                 report_so_far(columns, results, mm2, last=shape is shapes[-1])
         finally:
             stop_clusters([source, target])
