@@ -449,6 +449,8 @@ def main() -> None:
     parser.add_argument("--no-engine", dest="engine", action="store_false", help="MirrorMaker 2 alone")
     parser.add_argument("--mm2-timeout", type=float, default=1200.0, help="seconds MM2 may take to copy a shape")
     parser.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
+    parser.add_argument("--mm2-topics-first", action="store_true",
+                        help="create MM2's target topics before launching it (past 10,000 partitions it cannot)")
     parser.add_argument("--code", action="append", type=Code.parse, metavar="LABEL[=DIR]",
                         help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
                              "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
@@ -475,7 +477,7 @@ def main() -> None:
                 if args.mm2:
                     try:
                         mm2[shape] = measure_mm2(shape, source, target, workdir, args.records, args.mm2_tasks,
-                                                 args.mm2_timeout)
+                                                 args.mm2_timeout, args.mm2_topics_first)
                     except Exception:  # the engine's figures of the shape are printed all the same
                         log.exception("MirrorMaker 2 on %s failed", shape)
                         mm2[shape] = Mm2Figures()
