@@ -14,8 +14,12 @@ members), and a plan copying them with `engine.run_checkpoints: true`. Then, fro
 - DAG parse: the migration DAG file parsed with the shape's plan as its only plan.
 Each figure is printed per shape, with the goal at 10,000 partitions, 1,000 topics and 1,000 groups.
 
-Not measured here yet: two workers sharing the flow (one joining, one leaving), the cockpit's pages, and
-MirrorMaker 2 on the same shape.
+MirrorMaker 2 (dedicated mode, from the jar set the brokers use) then copies the same source topics into target
+topics of the same names (identity policy), launched as a child process: the time to its first record and to the
+backlog copied since launch, its CPU seconds until then and its peak RSS, printed beside the engine's (`--no-mm2`
+leaves it out).
+
+Not measured here yet: two workers sharing the flow (one joining, one leaving) and the cockpit's pages.
 
 `--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
@@ -23,9 +27,10 @@ their figures are comparable as ratios on a shared, busy machine. `--trace` runs
 `startup_trace.py` and prints each start-up step.
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
-to the hard limit (the brokers inherit it) and says so when that is below what the shape needs.
+to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
+under it. The limit is per process, so N brokers hold N times the partitions one can.
 
-    .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000   # 2,000 and 10,000 partitions
+    .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000 --brokers 4 --broker-heap 1g
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
     .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
 """
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import random
 import resource
@@ -48,6 +54,7 @@ import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from harness import cluster_section, print_table, stop_clusters
+from scale_mm2 import Mm2Figures, cpu_seconds, measure_mm2, report_mm2
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import memory_bytes
@@ -93,22 +100,53 @@ class Figures:
     largest_status_kib: float | None = None
     status_kib_per_interval: float | None = None
     log_lines_per_minute: float | None = None
+    copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
 
 
-def raise_file_limit(shape: Shape, copies: int = 1) -> None:
-    """`copies`: target topic sets of the shape (one per version measured, and the raw produce's)."""
+def raise_file_limit(shape: Shape) -> int:
+    """Raise this process's open-file limit to the hard one (the brokers inherit it) and return it."""
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # A log and a time index open per partition, and sockets; the target holds the most.
-    needed = 2 * (copies + 1) * shape.total_partitions + 5_000
-    if hard < needed:
-        log.warning("open-file limit %d (hard) is below the %d this shape may need per broker: raise it "
-                    "(ulimit -Hn, /etc/security/limits.conf) if a broker fails to open its logs", hard, needed)
     with open("/proc/sys/vm/max_map_count") as file:
         maps = int(file.read())
     if maps < 4 * shape.total_partitions:
         log.warning("vm.max_map_count %d: set it to at least %d (sysctl -w vm.max_map_count=...) for this shape",
                     maps, 4 * shape.total_partitions)
+    return hard
+
+
+# A broker's open files per partition of one segment: its log (the indexes are memory-mapped, their files closed;
+# measured with 144 partitions: 300 descriptors, 146 of them `.log`). A partition with more segments holds more.
+FILES_PER_PARTITION = 1
+FILES_SPARE = 5_000  # sockets, jars, internal topics, segments rolled
+
+
+def brokers_needed(shapes: list[Shape], topic_sets: int, file_limit: int) -> int:
+    """Brokers per cluster for the target's partitions to fit the per-process open-file limit: every shape's topics
+    stay on the clusters, `topic_sets` times on the target (one per engine version, the raw produce's, MM2's)."""
+    files = FILES_PER_PARTITION * topic_sets * sum(shape.total_partitions for shape in shapes)
+    return max(1, math.ceil(files / max(1, file_limit - FILES_SPARE)))
+
+
+def check_brokers(shapes: list[Shape], topic_sets: int, brokers: int, file_limit: int) -> None:
+    needed = brokers_needed(shapes, topic_sets, file_limit)
+    partitions = topic_sets * sum(shape.total_partitions for shape in shapes)
+    log.info("the target will hold %d partitions: %d broker(s) per cluster needed under the open-file limit of "
+             "%d per process; running %d", partitions, needed, file_limit, brokers)
+    if brokers < needed:
+        log.warning("%d broker(s) per cluster are too few for %d partitions on the target (about %d open files "
+                    "each, %d per process): run with --brokers %d, or raise the hard limit (ulimit -Hn)",
+                    brokers, partitions, FILES_PER_PARTITION, file_limit, needed)
+
+
+def create_after_failed_prepare(target: KafkaCluster, names: list[str], partitions: int) -> None:
+    """`prepare` failed (its log is above): create the target topics it should have, in batches, so that `run` and
+    the steps after it are still measured; the table shows `prepare` as failed."""
+    metadata = AdminClient(target.client_config()).list_topics(timeout=60).topics
+    missing = [name for name in names if name not in metadata]
+    log.warning("prepare failed: the benchmark creates the %d target topics it left missing, %d per request, to "
+                "measure the rest", len(missing), CREATE_BATCH)
+    create_topics(target, missing, partitions)
 
 
 def create_topics(cluster: KafkaCluster, names: list[str], partitions: int) -> None:
@@ -290,6 +328,8 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     for step, extra in (("plan", []), ("prepare --dry-run", ["--dry-run"]), ("prepare", [])):
         command = [*ENGINE, step.split()[0], "--plan", str(plan_file), *extra]
         figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log", code.env())
+    if figures.seconds["prepare"] is None:
+        create_after_failed_prepare(target, names, shape.partitions)
 
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())
@@ -313,6 +353,7 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
                 caught_up = now
             time.sleep(0.1)
         figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
+        figures.copy_cpu_s = cpu_seconds(engine.pid)
         if caught_up is not None and first is not None and caught_up > first:
             figures.rate = total / (caught_up - first)  # from the first record: start-up is its own figure
         lines_before = _log_lines(engine_log)
@@ -388,7 +429,7 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
         ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
     ]
     print_table("Costs by cluster size (seconds unless named)", header, rows,
-                ["two workers joining and leaving, the cockpit and MirrorMaker 2 on the same shape: not measured yet"])
+                ["two workers joining and leaving and the cockpit: not measured yet"])
 
 
 def main() -> None:
@@ -399,6 +440,17 @@ def main() -> None:
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of steady state after the copy")
     parser.add_argument("--trace", action="store_true",
                         help="run the engine through startup_trace.py and print its start-up steps")
+    parser.add_argument("--brokers", type=int, default=1,
+                        help="brokers per cluster (the open-file limit is per broker process; the script says how "
+                             "many the shapes need)")
+    parser.add_argument("--broker-heap", default="512m", help="each broker's JVM heap (-Xmx): 512m suits a few "
+                        "thousand partitions per broker")
+    parser.add_argument("--no-mm2", dest="mm2", action="store_false", help="leave MirrorMaker 2 out")
+    parser.add_argument("--no-engine", dest="engine", action="store_false", help="MirrorMaker 2 alone")
+    parser.add_argument("--mm2-timeout", type=float, default=1200.0, help="seconds MM2 may take to copy a shape")
+    parser.add_argument("--mm2-tasks", type=int, default=1, help="MM2 tasks.max (its default: 1)")
+    parser.add_argument("--mm2-topics-first", action="store_true",
+                        help="create MM2's target topics before launching it (past 10,000 partitions it cannot)")
     parser.add_argument("--code", action="append", type=Code.parse, metavar="LABEL[=DIR]",
                         help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
                              "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
@@ -407,22 +459,43 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
     codes = args.code or [Code("engine")]
-    raise_file_limit(shapes[-1], len(codes))
+    check_brokers(shapes, len(codes) + 1 + args.mm2, args.brokers, raise_file_limit(shapes[-1]))
     columns, results = [], []
+    mm2: dict[Shape, Mm2Figures] = {}
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         workdir = Path(tmp)
-        source, target = start_pair(workdir / "clusters")
+        os.environ["KAFKA_LOCAL_BROKER_HEAP"] = args.broker_heap
+        source, target = start_pair(workdir / "clusters", brokers=args.brokers)
         try:
             for shape in shapes:
                 raw_rate = build_shape(shape, source, target, args.records)
-                for code in codes:
+                for code in codes if args.engine else []:
                     figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
                     figures.raw_rate = raw_rate
                     columns.append((shape, code))
                     results.append(figures)
+                if args.mm2:
+                    try:
+                        mm2[shape] = measure_mm2(shape, source, target, workdir, args.records, args.mm2_tasks,
+                                                 args.mm2_timeout, args.mm2_topics_first)
+                    except Exception:  # the engine's figures of the shape are printed all the same
+                        log.exception("MirrorMaker 2 on %s failed", shape)
+                        mm2[shape] = Mm2Figures()
+                report_so_far(columns, results, mm2, last=shape is shapes[-1])
         finally:
             stop_clusters([source, target])
-    report(columns, results)
+
+
+def report_so_far(columns: list[tuple[Shape, Code]], results: list[Figures], mm2: dict[Shape, Mm2Figures],
+                  last: bool) -> None:
+    """Each shape's figures as soon as it is measured: a run cut short keeps those of the smaller shapes."""
+    if not last:
+        print("\n(figures so far)")
+    if results:
+        report(columns, results)
+    if mm2:
+        report_mm2(columns, results, mm2)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

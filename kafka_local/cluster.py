@@ -1,27 +1,28 @@
-"""Single-node KRaft Kafka clusters on loopback, from Maven-resolved jars, for the demo, tests and benchmarks.
+"""KRaft Kafka clusters on loopback, from Maven-resolved jars, for the demo, tests and benchmarks.
 
 A cluster lives in its own folder (`home`): `server.properties`, the data dir, `broker.log` and
-`cluster.json` (ports, pid). The JVM is the process we start, so its pid is the broker's.
+`cluster.json` (ports, pids). The JVM is the process we start, so its pid is the broker's. By default a
+cluster is one node, broker and controller; `brokers=N` adds broker-only nodes 2..N (kafka_local.brokers),
+each in `home/node-K` with its own port, data dir, log and pid.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
 import random
-import signal
 import socket
 import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafka_local.maven import classpath, kafka_jar_set, resolve
+from kafka_local.nodes import BrokerNode, process_running, stop_process
 from kafka_local.tls import TLS_KINDS, TlsFiles, broker_tls_properties, client_tls_config, make_tls_files
 
 log = logging.getLogger(__name__)
@@ -73,10 +74,11 @@ class KafkaCluster:
     pid: int = 0
     tls: str = ""  # "", or a TLS kind of kafka_local.tls (mtls, scram, oauth)
     oauth_issuer: str = ""  # the OAuth server validating tokens (tls == "oauth")
+    brokers: list[BrokerNode] = field(default_factory=list)  # nodes 2..N; node 1 is this one (port, pid)
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return ",".join(f"127.0.0.1:{port}" for port in [self.port, *(node.port for node in self.brokers)])
 
     @property
     def log_file(self) -> Path:
@@ -104,34 +106,17 @@ class KafkaCluster:
         return TlsFiles(Path(self.home) / "tls")
 
     def is_running(self) -> bool:
-        if self.pid <= 0:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        # A reused pid would not have our home folder on its command line.
-        try:
-            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        return self.home.encode() in cmdline
+        """Every node's process is alive."""
+        return process_running(self.pid, self.home) and all(node.is_running() for node in self.brokers)
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the broker and wait; SIGKILL it if it does not stop in time."""
-        if not self.is_running():
-            return
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.is_running():
-                _reap(self.pid)
-                return
-            _reap(self.pid)
-            time.sleep(0.2)
-        log.warning("cluster %s did not stop in %.0f s; killing pid %d", self.name, timeout_s, self.pid)
-        os.kill(self.pid, signal.SIGKILL)
-        _reap(self.pid)
+        """SIGTERM every node and wait, broker-only nodes first (side by side, while the controller they report
+        to still runs), then node 1; SIGKILL a node that does not stop in time."""
+        if self.brokers:
+            with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
+                list(pool.map(lambda node: stop_process(f"{self.name} node {node.node_id}", node.pid, node.home,
+                                                         timeout_s), self.brokers))
+        stop_process(self.name, self.pid, self.home, timeout_s)
 
     def save(self) -> None:
         (Path(self.home) / "cluster.json").write_text(json.dumps(asdict(self), indent=2))
@@ -141,13 +126,9 @@ class KafkaCluster:
         state = home / "cluster.json"
         if not state.exists():
             return None
-        return cls(**json.loads(state.read_text()))
-
-
-def _reap(pid: int) -> None:
-    """Collect a finished child so it does not linger as a zombie (no-op for non-children)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+        data = json.loads(state.read_text())
+        data["brokers"] = [BrokerNode(**node) for node in data.get("brokers", [])]
+        return cls(**data)
 
 
 def free_port() -> int:
@@ -242,8 +223,10 @@ def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
 def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path,
                   oauth_issuer: str = "") -> list[str]:
     # Short-lived tool JVMs start faster with C1 only and the serial collector.
+    # A broker's heap: 512 MiB unless KAFKA_LOCAL_BROKER_HEAP says (e.g. "1g" for many thousand partitions).
     jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"] if tool else [
-        "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        "-Xms256m", f"-Xmx{os.environ.get('KAFKA_LOCAL_BROKER_HEAP', '512m')}", "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
     ]
     return [
         "java", *jvm,
@@ -255,19 +238,29 @@ def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path
     ]
 
 
-def start_cluster(name: str, home: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "") -> KafkaCluster:
-    """Format and start a single-node cluster in `home`; return once it serves clients.
+def start_cluster(name: str, home: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "",
+                  brokers: int = 1) -> KafkaCluster:
+    """Format and start a cluster in `home`; return once it serves clients (all its brokers).
 
     `tls` makes it a TLS cluster of that kind (kafka_local.tls), with its certificates made in `home/tls`;
-    an `oauth` one validates tokens of the OAuth server at `oauth_issuer`.
+    an `oauth` one validates tokens of the OAuth server at `oauth_issuer`. `brokers` > 1 adds broker-only
+    nodes to node 1 (plaintext clusters only).
     """
     if tls and tls not in TLS_KINDS:
         raise ValueError(f"tls must be one of {', '.join(TLS_KINDS)}, got {tls!r}")
+    if brokers > 1 and (secured or tls):
+        raise ValueError(f"cluster {name}: several brokers ({brokers}) are for plaintext clusters only; "
+                         "start a secured or TLS cluster with brokers=1")
     lib = resolve(kafka_jar_set())
     last_error: Exception | None = None
     for _attempt in range(3):  # another process may take a port between our probe and the bind
         try:
-            return _start_once(name, home, secured, lib, tls, oauth_issuer)
+            cluster = _start_once(name, home, secured, lib, tls, oauth_issuer)
+            if brokers > 1:
+                from kafka_local.brokers import start_broker_nodes
+
+                start_broker_nodes(cluster, lib, brokers)
+            return cluster
         except ClusterStartError as error:
             if "Address already in use" not in str(error):
                 raise
@@ -304,12 +297,7 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path, tls: str = "", 
         raise ClusterStartError(f"cluster {name}: formatting storage failed:\n{formatted.stdout}{formatted.stderr}")
 
     started = time.monotonic()
-    with open(cluster.log_file, "ab") as log_out:
-        process = subprocess.Popen(
-            _java_command(lib, "kafka.Kafka", str(props), tool=False, home=home, oauth_issuer=oauth_issuer),
-            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a test run does not hit it
-        )
+    process = launch_broker(lib, home, cluster.log_file, oauth_issuer)
     cluster.pid = process.pid
     cluster.save()
     _wait_until_serving(cluster, process)
@@ -319,21 +307,32 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path, tls: str = "", 
 
 
 def restart_cluster(cluster: KafkaCluster) -> KafkaCluster:
-    """Start a stopped cluster again on its own files and ports (an outage ending); return once it serves."""
+    """Start a stopped cluster again on its own files and ports (an outage ending): each of its nodes that is not
+    running; return once it serves."""
     if cluster.is_running():
         return cluster
-    home = Path(cluster.home)
     lib = resolve(kafka_jar_set())
-    with open(cluster.log_file, "ab") as log_out:
-        process = subprocess.Popen(
-            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home,
-                          oauth_issuer=cluster.oauth_issuer),
-            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    cluster.pid = process.pid
-    cluster.save()
-    _wait_until_serving(cluster, process)
+    if not process_running(cluster.pid, cluster.home):
+        process = launch_broker(lib, Path(cluster.home), cluster.log_file, cluster.oauth_issuer)
+        cluster.pid = process.pid
+        cluster.save()
+        _wait_until_serving(cluster, process)
+    if cluster.brokers:
+        from kafka_local.brokers import restart_broker_nodes
+
+        restart_broker_nodes(cluster, lib)
     return cluster
+
+
+def launch_broker(lib: Path, home: Path, log_file: Path, oauth_issuer: str = "") -> subprocess.Popen[bytes]:
+    """The broker JVM of `home/server.properties`, its output appended to `log_file`."""
+    with open(log_file, "ab") as log_out:
+        return subprocess.Popen(
+            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home,
+                          oauth_issuer=oauth_issuer),
+            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a test run does not hit it
+        )
 
 
 def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes]) -> None:
@@ -366,13 +365,13 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def start_pair(root: Path, secured: bool = False, tls: str = "",
-               oauth_issuer: str = "") -> tuple[KafkaCluster, KafkaCluster]:
-    """Start the `source` and `target` clusters side by side under `root` (`tls`: see start_cluster)."""
+def start_pair(root: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "",
+               brokers: int = 1) -> tuple[KafkaCluster, KafkaCluster]:
+    """Start the `source` and `target` clusters side by side under `root` (`tls`, `brokers`: see start_cluster)."""
     resolve(kafka_jar_set())  # once, before two threads would race to resolve it
     with ThreadPoolExecutor(max_workers=2) as pool:
-        source = pool.submit(start_cluster, "source", root / "source", secured, tls, oauth_issuer)
-        target = pool.submit(start_cluster, "target", root / "target", secured, tls, oauth_issuer)
+        source = pool.submit(start_cluster, "source", root / "source", secured, tls, oauth_issuer, brokers)
+        target = pool.submit(start_cluster, "target", root / "target", secured, tls, oauth_issuer, brokers)
         try:
             return source.result(), target.result()
         except Exception:

@@ -30,12 +30,12 @@ from kafka_local.cluster import (
     ClusterStartError,
     KafkaCluster,
     _jaas_plain,
-    _reap,
     _tail,
     _wait_until_serving,
     free_port,
 )
 from kafka_local.maven import Artifact, JarSet, classpath, resolve
+from kafka_local.nodes import reap
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log_file: Path, 
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            _reap(process.pid)
+            reap(process.pid)
             raise ClusterStartError(f"cluster {name}: ZooKeeper exited with {process.returncode}:\n{_tail(log_file)}")
         with socket.socket() as probe:
             probe.settimeout(0.5)

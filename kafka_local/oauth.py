@@ -14,8 +14,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_local.cluster import ClusterStartError, _reap, free_port
+from kafka_local.cluster import ClusterStartError, free_port
 from kafka_local.maven import Artifact, JarSet, classpath, resolve
+from kafka_local.nodes import reap
 
 MOCK_OAUTH2_SERVER_VERSION = "2.1.10"
 _MAIN_CLASS = "no.nav.security.mock.oauth2.StandaloneMockOAuth2ServerKt"
@@ -50,14 +51,14 @@ class OAuthServer:
             return
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            _reap(self.pid)
+            reap(self.pid)
             try:
                 os.kill(self.pid, 0)
             except ProcessLookupError:
                 return
             time.sleep(0.2)
         os.kill(self.pid, 9)
-        _reap(self.pid)
+        reap(self.pid)
 
 
 def start_oauth_server(home: Path, timeout_s: float = 60.0) -> OAuthServer:
