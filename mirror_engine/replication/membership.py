@@ -169,6 +169,7 @@ class WorkerGroup(Membership):
         pending_backfill = {topic for topic, _ in assigner.hold_for_backfill(
             sorted(key for key in assigner.plan_partitions() if key not in assigner.stored))}
         topics = sorted(set(assigner.source_topics) - assigner.control.switched_topics - pending_backfill)
+        assigner.assign_awaiting()
         if topics == self._subscription:
             return
         self._subscription = topics
@@ -201,6 +202,7 @@ class WorkerGroup(Membership):
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
         self.clients.consumer.incremental_unassign(partitions)
         if keys:
@@ -210,6 +212,7 @@ class WorkerGroup(Membership):
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """The group gave these partitions to others while this worker was silent: write nothing more for them."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.assigner.forget_awaiting(keys)
         if not self.delivery.may_drop_lost(keys, self.worker_id):
             return
         for key in keys:
