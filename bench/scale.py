@@ -403,6 +403,10 @@ def main() -> None:
                         help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
                              "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
                              "is measured with each, in turn, on the same clusters (default: this checkout)")
+    parser.add_argument("--workers", action="store_true",
+                        help="also the workers step at each shape: two workers, one joining, one leaving "
+                             "(bench/scale_workers.py)")
+    parser.add_argument("--workers-only", action="store_true", help="only the workers step at each shape")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
@@ -413,7 +417,9 @@ def main() -> None:
         workdir = Path(tmp)
         source, target = start_pair(workdir / "clusters")
         try:
-            for shape in shapes:
+            if args.workers or args.workers_only:
+                workers_step(shapes, source, target, workdir, args.records)
+            for shape in shapes if not args.workers_only else []:
                 raw_rate = build_shape(shape, source, target, args.records)
                 for code in codes:
                     figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
@@ -422,7 +428,18 @@ def main() -> None:
                     results.append(figures)
         finally:
             stop_clusters([source, target])
-    report(columns, results)
+    if columns:
+        report(columns, results)
+
+
+def workers_step(shapes: list[Shape], source: KafkaCluster, target: KafkaCluster, workdir: Path,
+                 per_partition: int) -> None:
+    """Two workers sharing a flow at each shape, on topics of their own (bench/scale_workers.py), printed at once."""
+    from scale_workers import measure_workers, report_workers
+
+    results = [measure_workers(shape, source, target, workdir, per_partition, Code("engine").env(), create_topics,
+                               produce_records) for shape in shapes]
+    report_workers(results)
 
 
 if __name__ == "__main__":

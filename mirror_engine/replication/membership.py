@@ -222,8 +222,15 @@ class WorkerGroup(Membership):
         log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), describe_keys(keys))
 
 
-def describe_keys(keys: list[TopicPartitionKey]) -> str:
+SHOWN_TOPICS = 5  # topics named in a rebalance's log line; the rest counted
+
+
+def describe_keys(keys: list[TopicPartitionKey], shown: int = SHOWN_TOPICS) -> str:
+    """The partitions of the first `shown` topics, then how many more topics: a line that does not grow with the
+    assignment (every partition stays available through `status`)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(keys):
         by_topic.setdefault(topic, []).append(partition)
-    return ", ".join(f"{topic}{partitions}" for topic, partitions in by_topic.items())
+    named = ", ".join(f"{topic}{partitions}" for topic, partitions in list(by_topic.items())[:shown])
+    more = len(by_topic) - shown
+    return named + (f" and {more} more topic(s)" if more > 0 else "")

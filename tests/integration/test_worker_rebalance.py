@@ -7,16 +7,39 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.replication import Replicator
+from mirror_engine.replication.membership import WorkerGroup
 from mirror_engine.replication.target_upkeep import TargetUpkeep
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 
 pytestmark = pytest.mark.integration
+
+
+def _read_all(cluster: KafkaCluster, keys: set[tuple[str, int]]) -> dict[tuple[str, int], list[bytes]]:
+    """Every record's value of these partitions, in order, with one consumer (not one per partition)."""
+    consumer = Consumer({**cluster.client_config(), "group.id": "test-reader", "enable.auto.commit": False})
+    ends = {key: consumer.get_watermark_offsets(TopicPartition(*key), timeout=10)[1] for key in keys}
+    records: dict[tuple[str, int], list[bytes]] = {key: [] for key in keys}
+    todo = {key for key, end in ends.items() if end > 0}
+    consumer.assign([TopicPartition(*key, OFFSET_BEGINNING) for key in todo])
+    deadline = time.monotonic() + 60
+    try:
+        while todo:
+            assert time.monotonic() < deadline, f"{len(todo)} partition(s) not read to their end"
+            for message in consumer.consume(10_000, timeout=1):
+                assert message.error() is None, message.error()
+                key = (message.topic(), message.partition())
+                records[key].append(message.value())
+                if message.offset() + 1 >= ends[key]:
+                    todo.discard(key)
+    finally:
+        consumer.close()
+    return records
 
 
 def _copied(cluster: KafkaCluster, topic: str, partition: int) -> int:
@@ -73,3 +96,137 @@ def test_a_worker_offered_a_partition_the_target_lacks_copies_it_once_the_target
     finally:
         replicator.stop()
         runner.join(60)
+
+
+class RebalanceWork:
+    """What the workers' group callbacks do while they run: the admin requests they send and the lines they log."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.requests = 0
+        self.lines = 0
+        self.characters = 0
+        self._inside = threading.local()
+        for name in ("_on_assign", "_on_revoke", "_on_lost"):
+            monkeypatch.setattr(WorkerGroup, name, self._counted_callback(getattr(WorkerGroup, name)))
+        for name in ("list_offsets", "list_topics", "describe_configs", "describe_topics", "create_partitions",
+                     "create_topics", "describe_consumer_groups", "list_consumer_group_offsets"):
+            monkeypatch.setattr(AdminClient, name, self._counted_request(getattr(AdminClient, name)))
+        handler = logging.Handler(logging.INFO)
+        handler.emit = self._count_line  # type: ignore[method-assign]
+        engine_log = logging.getLogger("mirror_engine")
+        engine_log.addHandler(handler)
+        monkeypatch.setattr(engine_log, "level", logging.INFO)
+        self._handler = handler
+
+    def _counted_callback(self, callback):
+        def counted(member, consumer, partitions):
+            self._inside.active = True
+            try:
+                return callback(member, consumer, partitions)
+            finally:
+                self._inside.active = False
+        return counted
+
+    def _counted_request(self, request):
+        def counted(admin, *args, **kwargs):
+            if getattr(self._inside, "active", False):
+                self.requests += 1
+            return request(admin, *args, **kwargs)
+        return counted
+
+    def _count_line(self, record: logging.LogRecord) -> None:
+        if getattr(self._inside, "active", False):
+            self.lines += 1
+            self.characters += len(record.getMessage())
+
+    def take(self) -> tuple[int, int, int]:
+        """(requests, lines, characters) since the last call."""
+        counts = (self.requests, self.lines, self.characters)
+        self.requests = self.lines = self.characters = 0
+        return counts
+
+    def close(self) -> None:
+        logging.getLogger("mirror_engine").removeHandler(self._handler)
+
+
+def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, topics: int, partitions: int,
+                    work: RebalanceWork) -> dict[str, tuple[int, int, int]]:
+    """w1 copies alone; w2 joins; w1 leaves; records keep coming all along. What the callbacks did at the join and
+    at the leave; then every source record is on the target once, partition by partition."""
+    names = [f"{prefix}.t{i:03d}" for i in range(topics)]
+    create_topics(source, [NewTopic(name, partitions, 1) for name in names], timeout_s=60)
+    producer = Producer({**source.client_config(), "linger.ms": 5, "enable.idempotence": True})
+    sent = 0
+
+    def send(count: int) -> None:  # across every partition in turn, each value unique
+        nonlocal sent
+        for i in range(sent, sent + count):
+            producer.produce(names[i % topics], f"r{i}".encode(), b"k", (i // topics) % partitions)
+        sent += count
+        assert producer.flush(30) == 0
+    send(2 * topics * partitions)
+    plan = make_plan(source, target, prefix + ".", name=prefix[-40:].strip("-_"),
+                     engine={"session_timeout_s": 6, "refresh_interval_s": 600, "status_interval_s": 1})
+    everything = {(name, p) for name in names for p in range(partitions)}
+    workers = {w: Replicator(plan, source.client_config(), target.client_config(), worker_id=w) for w in ("w1", "w2")}
+    threads = {w: threading.Thread(target=r.run, kwargs={"max_seconds": 240}) for w, r in workers.items()}
+
+    def wait(condition, what: str, live: bool = True) -> None:
+        deadline = time.monotonic() + 90
+        while not condition():
+            assert time.monotonic() < deadline, f"{prefix}: timed out waiting for {what}"
+            assert not any(r.fatal for r in workers.values()), [r.fatal for r in workers.values()]
+            if live:
+                send(topics)  # the live records of the run
+            time.sleep(0.3)
+
+    def owned(w: str) -> set:
+        assigner = getattr(workers[w], "assigner", None)  # built once the worker runs
+        return set(workers[w].states) | (assigner.awaiting_target if assigner else set())
+    figures = {}
+    try:
+        threads["w1"].start()
+        wait(lambda: owned("w1") == everything, "w1 to own every partition")
+        work.take()
+        threads["w2"].start()
+        wait(lambda: owned("w2") and not owned("w1") & owned("w2") and owned("w1") | owned("w2") == everything,
+             "the join to settle")
+        figures["join"] = work.take()
+        workers["w1"].stop()
+        threads["w1"].join(60)
+        wait(lambda: owned("w2") == everything, "w2 to take every partition")
+        figures["leave"] = work.take()
+        wait(workers["w2"].caught_up, "w2 to copy to the end", live=False)
+    finally:
+        for w, replicator in workers.items():
+            replicator.stop()
+            if threads[w].is_alive() or threads[w].ident is not None:
+                threads[w].join(60)
+    copied, original = _read_all(target, everything), _read_all(source, everything)
+    wrong = [key for key in sorted(everything) if copied[key] != original[key]]
+    assert not wrong, f"{len(wrong)} partition(s) differ, e.g. {wrong[0]}: {len(copied[wrong[0]])} records on the " \
+                      f"target, {len(original[wrong[0]])} on the source"
+    return figures
+
+
+def test_a_join_and_a_leave_cost_the_same_requests_and_log_lines_at_a_larger_shape(
+        kafka_pair, unique_name, monkeypatch):
+    """Two workers, one joining and one leaving, at 4 and at 240 partitions in the same run: the group's callbacks
+    send as many requests and log as many lines at both (nothing per partition or per topic in sequence), their
+    lines do not grow with the assignment, and the target holds every record once."""
+    source, target = kafka_pair
+    work = RebalanceWork(monkeypatch)
+    try:
+        small = _join_and_leave(source, target, f"{unique_name}-small", 2, 2, work)
+        large = _join_and_leave(source, target, f"{unique_name}-large", 60, 4, work)
+    finally:
+        work.close()
+    for step in ("join", "leave"):
+        (requests, lines, characters), (small_requests, small_lines, small_characters) = large[step], small[step]
+        print(f"{step}: at 240 partitions {large[step]}, at 4 {small[step]} (requests, log lines, characters)")
+        assert requests <= small_requests + 2, f"{step}: {requests} requests at 240 partitions, " \
+                                               f"{small_requests} at 4"
+        assert lines <= small_lines + 2, f"{step}: {lines} log lines at 240 partitions, {small_lines} at 4"
+        # The assignment is 60 times as large (30 times as many topics): its lines grow far less.
+        assert characters <= 5 * small_characters, \
+            f"{step}: {characters} characters logged at 240 partitions, {small_characters} at 4"
