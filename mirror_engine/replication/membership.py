@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -194,20 +195,22 @@ class WorkerGroup(Membership):
         offered = [(tp.topic, tp.partition) for tp in partitions]
         if not offered:
             return
+        started = time.monotonic()
         # The previous owner stored its progress before giving the partitions up: read it now.
         self.assigner.reload_progress(offered)
         self.assigner.assign_new(offered)
-        log.info("worker %s took %d partition(s) from the group: %s", self.worker_id, len(offered),
-                 describe_keys(offered))
+        log.info("worker %s took %d partition(s) from the group in %.2f s: %s", self.worker_id, len(offered),
+                 time.monotonic() - started, describe_keys(offered))
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
         self.clients.consumer.incremental_unassign(partitions)
-        if keys:
-            log.info("worker %s gave up %d partition(s) to the group: %s", self.worker_id, len(keys),
-                     describe_keys(keys))
+        if keys:  # their progress stored in that time
+            log.info("worker %s gave up %d partition(s) to the group in %.2f s: %s", self.worker_id, len(keys),
+                     time.monotonic() - started, describe_keys(keys))
 
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """The group gave these partitions to others while this worker was silent: write nothing more for them."""

@@ -162,20 +162,28 @@ def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, top
         nonlocal sent
         for i in range(sent, sent + count):
             producer.produce(names[i % topics], f"r{i}".encode(), b"k", (i // topics) % partitions)
+            producer.poll(0)
         sent += count
-        assert producer.flush(30) == 0
     send(2 * topics * partitions)
     plan = make_plan(source, target, prefix + ".", name=prefix[-40:].strip("-_"),
                      engine={"session_timeout_s": 6, "refresh_interval_s": 600, "status_interval_s": 1})
     everything = {(name, p) for name in names for p in range(partitions)}
     workers = {w: Replicator(plan, source.client_config(), target.client_config(), worker_id=w) for w in ("w1", "w2")}
-    threads = {w: threading.Thread(target=r.run, kwargs={"max_seconds": 240}) for w, r in workers.items()}
+    errors: dict[str, BaseException] = {}
+
+    def run(w: str) -> None:
+        try:
+            workers[w].run(max_seconds=240)
+        except BaseException as error:
+            errors[w] = error
+            raise
+    threads = {w: threading.Thread(target=run, args=(w,)) for w in workers}
 
     def wait(condition, what: str, live: bool = True) -> None:
         deadline = time.monotonic() + 90
         while not condition():
             assert time.monotonic() < deadline, f"{prefix}: timed out waiting for {what}"
-            assert not any(r.fatal for r in workers.values()), [r.fatal for r in workers.values()]
+            assert not errors, f"{prefix}: a worker failed: {errors}"
             if live:
                 send(topics)  # the live records of the run
             time.sleep(0.3)
@@ -196,6 +204,7 @@ def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, top
         threads["w1"].join(60)
         wait(lambda: owned("w2") == everything, "w2 to take every partition")
         figures["leave"] = work.take()
+        assert producer.flush(60) == 0, "the source did not take every record"
         wait(workers["w2"].caught_up, "w2 to copy to the end", live=False)
     finally:
         for w, replicator in workers.items():
