@@ -14,8 +14,9 @@ members), and a plan copying them with `engine.run_checkpoints: true`. Then, fro
 - DAG parse: the migration DAG file parsed with the shape's plan as its only plan.
 Each figure is printed per shape, with the goal at 10,000 partitions, 1,000 topics and 1,000 groups.
 
-Not measured here yet: two workers sharing the flow (one joining, one leaving), the cockpit's pages, and
-MirrorMaker 2 on the same shape.
+`--workers` (or `--workers-only`) adds, at each shape, two `mirror-engine worker` processes sharing a flow, one
+joining and one leaving, with duplicates counted afterwards (bench/scale_workers.py). Not measured here yet: the
+cockpit's pages, and MirrorMaker 2 on the same shape.
 
 `--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
@@ -28,6 +29,7 @@ to the hard limit (the brokers inherit it) and says so when that is below what t
     .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000   # 2,000 and 10,000 partitions
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
     .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
+    .venv/bin/python bench/scale.py --shape 20x4x1 --shape 250x8x1 --workers-only    # a join and a leave
 """
 
 from __future__ import annotations
@@ -388,7 +390,8 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
         ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
     ]
     print_table("Costs by cluster size (seconds unless named)", header, rows,
-                ["two workers joining and leaving, the cockpit and MirrorMaker 2 on the same shape: not measured yet"])
+                ["two workers joining and leaving: --workers; the cockpit and MirrorMaker 2 on the same shape: not "
+                 "measured yet"])
 
 
 def main() -> None:

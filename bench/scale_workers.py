@@ -222,6 +222,7 @@ def measure_workers(shape, source: KafkaCluster, target: KafkaCluster, workdir: 
             return (not owned["A"] & owned["B"] and owned["A"] | owned["B"] == everything
                     and all(s["records_copied"] > 0 for s in statuses.values()))
         lines_before = {w: len(_lines(p)) for w, p in logs.items() if p.exists()}
+        launched_epoch = time.time()
         workers["B"] = _start_worker(plan_file, "B", logs["B"], env)
         figures.join_from_launch_s = _wait(settled_between_both, "the assignment to settle after B joined", 300,
                                            workers)
@@ -231,9 +232,6 @@ def measure_workers(shape, source: KafkaCluster, target: KafkaCluster, workdir: 
         if figures.join_from_launch_s is not None and first is not None:
             # B's log lines carry their time (asctime): it joins the group as it subscribes, its start-up done.
             figures.join_from_group_s = settled_epoch - first
-        figures.callbacks = [line.split(" s: ")[0].split("INFO ")[-1].replace("mirror_engine.replication.engine ", "")
-                             for p in logs.values() for line in _lines(p) if "to the group in" in line
-                             or "from the group in" in line]
         join_lines = {w: _lines(p)[lines_before.get(w, 0):] for w, p in logs.items()}
         figures.join_log_lines = sum(len(lines) for lines in join_lines.values())
 
@@ -252,6 +250,13 @@ def measure_workers(shape, source: KafkaCluster, target: KafkaCluster, workdir: 
         figures.longest_log_line = max((len(line) for lines in (*join_lines.values(), *leave_lines.values())
                                         for line in lines), default=0)
         workers["A"].wait(120)
+        # The workers' rebalance lines (time, what, how long): B's launch and joining first.
+        figures.callbacks = [f"B launched at {time.strftime('%H:%M:%S', time.localtime(launched_epoch))}, "
+                             f"joined at {joined[0][11:23] if joined else '-'}; A stopped at "
+                             f"{time.strftime('%H:%M:%S', time.localtime(left_ms / 1000))}"]
+        figures.callbacks += [line[11:23] + " " + line.split(" s: ")[0].split("engine ")[-1] + " s"
+                              for p in logs.values() for line in _lines(p)
+                              if "to the group in" in line or "from the group in" in line]
     finally:
         for worker, process in workers.items():
             if process.poll() not in (None, 0, -signal.SIGTERM):

@@ -30,6 +30,8 @@ log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 
+SHOWN_FALLBACKS = 5  # partitions whose target tail could not be counted as copied, named one per log line
+
 
 class PartitionAssigner:
     def __init__(self, plan: MigrationPlan, clients: EngineClients, states: dict[TopicPartitionKey, PartitionState],
@@ -241,10 +243,13 @@ class PartitionAssigner:
         counted = sum(r.records for r in results.values() if isinstance(r, Reconciled))
         log.info("%d record(s) on the target past the stored progress of %d partition(s) counted as copied in "
                  "%.2f s", counted, len(tails), time.monotonic() - started)
-        for (topic, partition), outcome in sorted(results.items()):
-            if isinstance(outcome, str):
-                log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
-                            "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
+        fallbacks = [(key, outcome) for key, outcome in sorted(results.items()) if isinstance(outcome, str)]
+        for (topic, partition), outcome in fallbacks[:SHOWN_FALLBACKS]:
+            log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
+                        "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
+        if len(fallbacks) > SHOWN_FALLBACKS:  # each one stays in the status (reconcile_fallback)
+            log.warning("... and %d more partition(s) copied on from their stored progress (see `mirror-engine "
+                        "status`)", len(fallbacks) - SHOWN_FALLBACKS)
         return results
 
     def _go_on_after(self, state: PartitionState, reconciled: Reconciled) -> int:
