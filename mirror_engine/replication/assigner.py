@@ -55,8 +55,6 @@ class PartitionAssigner:
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
-        # Partitions the group just gave this worker, assigned paused: their starts are found after the callback.
-        self.offered: set[TopicPartitionKey] = set()
 
     def restore(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
         """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor)."""
@@ -94,43 +92,19 @@ class PartitionAssigner:
             else:
                 self.stored.pop(key, None)
 
-    def assign_new(self) -> None:
-        """Start copying every partition of the plan not copied yet (alone: the single engine)."""
-        wanted = {key for key in self.plan_partitions() if key[0] not in self.control.switched_topics}
-        new = self._on_the_target(sorted(wanted - set(self.states)))
-        held = self.hold_for_backfill(new)
-        self._start_copying([key for key in new if key not in held], None)
-
-    def hold_offered(self, offered: list[TopicPartitionKey]) -> None:
-        """Inside the group's callback (a worker): assign what the group offers, paused at its beginning, and
-        nothing more. Its starts are found after the callback (`assign_offered`): the client sends no heartbeat
-        until the callback returns, and finding the starts of thousands of partitions (their stored progress,
-        the target's ends) can take longer than the session, after which the group gives them to another."""
-        keys = [key for key in offered if key not in self.states]
-        if not keys:
-            return
-        waiting = [TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in keys]
-        self.clients.consumer.incremental_assign(waiting)
-        self.clients.consumer.pause(waiting)
-        self.offered.update(keys)
-
-    def assign_offered(self) -> list[TopicPartitionKey]:
-        """After the group's callback: copy the partitions it offered from their stored progress (read now: their
-        previous owner stored it as it gave them up); those whose target partition does not exist yet stay
-        paused until a refresh prepared it (`assign_awaiting`). The partitions taken."""
-        keys = sorted(key for key in self.offered if key not in self.states)
-        self.offered.clear()
-        if not keys:
-            return keys
-        try:
-            self.reload_progress(keys)
-            ready = self._on_the_target(keys)
-            self.awaiting_target.update(set(keys) - set(ready))
-            self._start_copying(ready, ready, assigned=True)
-        except Exception:  # looked at again between the next batches; meanwhile they stay paused
-            self.offered.update(key for key in keys if key not in self.states)
-            raise
-        return keys
+    def assign_new(self, offered: list[TopicPartitionKey] | None = None) -> None:
+        """Start copying partitions: alone, every partition of the plan not copied yet; as a worker, the
+        partitions the group just `offered`, which must all be assigned (those that cannot be copied paused)."""
+        if offered is None:
+            wanted = {key for key in self.plan_partitions() if key[0] not in self.control.switched_topics}
+            new = self._on_the_target(sorted(wanted - set(self.states)))
+            held = self.hold_for_backfill(new)
+            new = [key for key in new if key not in held]
+        else:  # the subscription leaves out switched topics and those waiting for their backfill
+            offered_new = sorted(set(offered) - set(self.states))
+            new = self._on_the_target(offered_new)
+            self._await_target(sorted(set(offered_new) - set(new)))
+        self._start_copying(new, offered)
 
     def assign_awaiting(self) -> None:
         """Copy the partitions held for their target partition, those the target has now (a worker, after a
@@ -144,12 +118,21 @@ class PartitionAssigner:
     def forget_awaiting(self, keys: list[TopicPartitionKey]) -> None:
         """The group took these partitions back."""
         self.awaiting_target.difference_update(keys)
-        self.offered.difference_update(keys)
+
+    def _await_target(self, keys: list[TopicPartitionKey]) -> None:
+        """The group gave these partitions, whose target partition does not exist yet: assigned (the group's
+        callback must assign all it offers) but paused at their beginning, until a refresh prepared the target."""
+        if not keys:
+            return
+        waiting = [TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in keys]
+        self.clients.consumer.incremental_assign(waiting)
+        self.clients.consumer.pause(waiting)
+        self.awaiting_target.update(keys)
 
     def _start_copying(self, new: list[TopicPartitionKey], offered: list[TopicPartitionKey] | None,
                        assigned: bool = False) -> None:
-        """`offered`: the group gave them (those that cannot be copied are held, paused); `assigned`: the consumer
-        holds them already, paused (`hold_offered`): moved to their start and resumed instead of assigned."""
+        """`assigned`: the consumer holds these partitions already, paused (`_await_target`): moved to their
+        start and resumed instead of assigned."""
         if not new:
             return
         source_admin, target_admin = self.clients.source_admin, self.clients.target_admin

@@ -199,7 +199,6 @@ class Replicator:
             PeriodicTask("log", engine.log_interval_s,
                          lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
             PeriodicTask("control", 1.0, self._follow_control, 1.0),
-            PeriodicTask("taken", 0.0, self.membership.take_offered),  # what the group gave, after its callback
             PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
             PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
         ]

@@ -88,9 +88,6 @@ class Membership:
     def leave(self) -> None:
         """At shutdown, before the final progress is stored."""
 
-    def take_offered(self) -> None:
-        """Between consumed batches: start copying what the group just gave (workers)."""
-
     def close(self) -> None:
         """At shutdown, after the final progress is stored."""
 
@@ -195,17 +192,15 @@ class WorkerGroup(Membership):
         self.clients.consumer.close()  # leaves the group: the revocation stores the progress of its partitions
 
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # Only assigned (paused) here: the client heartbeats again once this returns (see `hold_offered`).
-        self.assigner.hold_offered([(tp.topic, tp.partition) for tp in partitions])
-
-    def take_offered(self) -> None:
-        """After the group's callback, in the copy loop: copy what it offered, from the stored progress."""
-        if not self.assigner.offered:
+        offered = [(tp.topic, tp.partition) for tp in partitions]
+        if not offered:
             return
         started = time.monotonic()
-        taken = self.assigner.assign_offered()
-        log.info("worker %s took %d partition(s) from the group in %.2f s: %s", self.worker_id, len(taken),
-                 time.monotonic() - started, describe_keys(taken))
+        # The previous owner stored its progress before giving the partitions up: read it now.
+        self.assigner.reload_progress(offered)
+        self.assigner.assign_new(offered)
+        log.info("worker %s took %d partition(s) from the group in %.2f s: %s", self.worker_id, len(offered),
+                 time.monotonic() - started, describe_keys(offered))
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         started = time.monotonic()

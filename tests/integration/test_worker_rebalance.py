@@ -106,8 +106,7 @@ class RebalanceWork:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: dict[str, list[int]] = {}  # plan -> [requests, lines, characters]
         self._inside = threading.local()  # .plan: the plan whose callback runs in this thread
-        # The group's callbacks, and the taking of what it offered, right after them.
-        for name in ("_on_assign", "_on_revoke", "_on_lost", "take_offered"):
+        for name in ("_on_assign", "_on_revoke", "_on_lost"):
             monkeypatch.setattr(WorkerGroup, name, self._counted_callback(getattr(WorkerGroup, name)))
         for name in ("list_offsets", "list_topics", "describe_configs", "describe_topics", "create_partitions",
                      "create_topics", "describe_consumer_groups", "list_consumer_group_offsets"):
@@ -121,10 +120,10 @@ class RebalanceWork:
         self._lock = threading.Lock()
 
     def _counted_callback(self, callback):
-        def counted(member, *args):
+        def counted(member, consumer, partitions):
             self._inside.plan = member.plan.name
             try:
-                return callback(member, *args)
+                return callback(member, consumer, partitions)
             finally:
                 self._inside.plan = None
         return counted
