@@ -121,10 +121,13 @@ class PartitionAssigner:
 
     def _await_target(self, keys: list[TopicPartitionKey]) -> None:
         """The group gave these partitions, whose target partition does not exist yet: assigned (the group's
-        callback must assign all it offers) but paused at their beginning, until a refresh prepared the target."""
+        callback must assign all it offers) but paused, until a refresh prepared the target."""
         if not keys:
             return
-        waiting = [TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in keys]
+        # Where they will start (a partition the target lacks is new: from its beginning, or from what another
+        # worker stored), so that the seek made once the target has them moves nothing.
+        waiting = [TopicPartition(topic, partition, progress.position if (progress := self.stored.get(
+            (topic, partition))) else OFFSET_BEGINNING) for topic, partition in keys]
         self.clients.consumer.incremental_assign(waiting)
         self.clients.consumer.pause(waiting)
         self.awaiting_target.update(keys)
