@@ -19,7 +19,9 @@ topics of the same names (identity policy), launched as a child process: the tim
 backlog copied since launch, its CPU seconds until then and its peak RSS, printed beside the engine's (`--no-mm2`
 leaves it out).
 
-Not measured here yet: two workers sharing the flow (one joining, one leaving) and the cockpit's pages.
+`--workers` (or `--workers-only`) adds, at each shape, two `mirror-engine worker` processes sharing a flow, one
+joining and one leaving, with duplicates counted afterwards (bench/scale_workers.py). The cockpit's pages are
+measured by bench/cockpit_overview.py.
 
 `--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
@@ -33,6 +35,7 @@ under it. The limit is per process, so N brokers hold N times the partitions one
     .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000 --brokers 4 --broker-heap 1g
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
     .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
+    .venv/bin/python bench/scale.py --shape 20x4x1 --shape 250x8x1 --workers-only    # a join and a leave
 """
 
 from __future__ import annotations
@@ -429,7 +432,7 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
         ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
     ]
     print_table("Costs by cluster size (seconds unless named)", header, rows,
-                ["two workers joining and leaving and the cockpit: not measured yet"])
+                ["two workers joining and leaving: --workers; the cockpit: bench/cockpit_overview.py"])
 
 
 def main() -> None:
@@ -455,6 +458,10 @@ def main() -> None:
                         help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
                              "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
                              "is measured with each, in turn, on the same clusters (default: this checkout)")
+    parser.add_argument("--workers", action="store_true",
+                        help="also the workers step at each shape: two workers, one joining, one leaving "
+                             "(bench/scale_workers.py)")
+    parser.add_argument("--workers-only", action="store_true", help="only the workers step at each shape")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
@@ -467,7 +474,9 @@ def main() -> None:
         os.environ["KAFKA_LOCAL_BROKER_HEAP"] = args.broker_heap
         source, target = start_pair(workdir / "clusters", brokers=args.brokers)
         try:
-            for shape in shapes:
+            if args.workers or args.workers_only:
+                workers_step(shapes, source, target, workdir, args.records)
+            for shape in shapes if not args.workers_only else []:
                 raw_rate = build_shape(shape, source, target, args.records)
                 for code in codes if args.engine else []:
                     figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
@@ -496,6 +505,16 @@ def report_so_far(columns: list[tuple[Shape, Code]], results: list[Figures], mm2
     if mm2:
         report_mm2(columns, results, mm2)
     sys.stdout.flush()
+
+
+def workers_step(shapes: list[Shape], source: KafkaCluster, target: KafkaCluster, workdir: Path,
+                 per_partition: int) -> None:
+    """Two workers sharing a flow at each shape, on topics of their own (bench/scale_workers.py), printed at once."""
+    from scale_workers import measure_workers, report_workers
+
+    results = [measure_workers(shape, source, target, workdir, per_partition, Code("engine").env(), create_topics,
+                               produce_records) for shape in shapes]
+    report_workers(results)
 
 
 if __name__ == "__main__":

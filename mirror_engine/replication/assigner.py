@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, load_progress
@@ -29,6 +29,8 @@ from mirror_engine.replication.side_records import SideRecordWriter
 log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
+
+SHOWN_FALLBACKS = 5  # partitions whose target tail could not be counted as copied, named one per log line
 
 
 class PartitionAssigner:
@@ -50,6 +52,9 @@ class PartitionAssigner:
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
         self.target_topic: dict[str, str] = {}
         self.paused = False  # new partitions are assigned paused while the flow is
+        # Partitions the group gave this worker before their target partition existed: assigned paused at their
+        # beginning, copied once a refresh prepared the target (`assign_awaiting`).
+        self.awaiting_target: set[TopicPartitionKey] = set()
 
     def restore(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
         """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor)."""
@@ -96,7 +101,41 @@ class PartitionAssigner:
             held = self.hold_for_backfill(new)
             new = [key for key in new if key not in held]
         else:  # the subscription leaves out switched topics and those waiting for their backfill
-            new = sorted(set(offered) - set(self.states))
+            offered_new = sorted(set(offered) - set(self.states))
+            new = self._on_the_target(offered_new)
+            self._await_target(sorted(set(offered_new) - set(new)))
+        self._start_copying(new, offered)
+
+    def assign_awaiting(self) -> None:
+        """Copy the partitions held for their target partition, those the target has now (a worker, after a
+        refresh prepared the target)."""
+        ready = self._on_the_target(sorted(self.awaiting_target)) if self.awaiting_target else []
+        if ready:
+            self.awaiting_target.difference_update(ready)
+            log.info("%d partition(s) held for their target partition: on the target now, copying them", len(ready))
+            self._start_copying(ready, ready, assigned=True)
+
+    def forget_awaiting(self, keys: list[TopicPartitionKey]) -> None:
+        """The group took these partitions back."""
+        self.awaiting_target.difference_update(keys)
+
+    def _await_target(self, keys: list[TopicPartitionKey]) -> None:
+        """The group gave these partitions, whose target partition does not exist yet: assigned (the group's
+        callback must assign all it offers) but paused, until a refresh prepared the target."""
+        if not keys:
+            return
+        # Where they will start (a partition the target lacks is new: from its beginning, or from what another
+        # worker stored), so that the seek made once the target has them moves nothing.
+        waiting = [TopicPartition(topic, partition, progress.position if (progress := self.stored.get(
+            (topic, partition))) else OFFSET_BEGINNING) for topic, partition in keys]
+        self.clients.consumer.incremental_assign(waiting)
+        self.clients.consumer.pause(waiting)
+        self.awaiting_target.update(keys)
+
+    def _start_copying(self, new: list[TopicPartitionKey], offered: list[TopicPartitionKey] | None,
+                       assigned: bool = False) -> None:
+        """`assigned`: the consumer holds these partitions already, paused (`_await_target`): moved to their
+        start and resumed instead of assigned."""
         if not new:
             return
         source_admin, target_admin = self.clients.source_admin, self.clients.target_admin
@@ -148,13 +187,19 @@ class PartitionAssigner:
             # topics, once a second (measured: 0.75 s before the first record, 0.05 s after asking). Not from
             # the group's rebalance callback (`offered`): a call on the consumer inside its own callback breaks
             # the client's call state (it aborts), and a subscribed consumer knows its topics already.
-            if offered is None:
-                _learn_leaders(consumer, topics)
-            consumer.incremental_assign(assignment + stopped)
-            if stopped:
-                consumer.pause(stopped)
-            if self.paused and assignment:
-                consumer.pause(assignment)
+            if assigned:
+                for partition in assignment + stopped:
+                    consumer.seek(partition)
+                if assignment and not self.paused:
+                    consumer.resume(assignment)
+            else:
+                if offered is None:
+                    _learn_leaders(consumer, topics)
+                consumer.incremental_assign(assignment + stopped)
+                if stopped:
+                    consumer.pause(stopped)
+                if self.paused and assignment:
+                    consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         # Only where nothing is stored yet: a partition with stored progress is the flow's already, and waiting for
         # the target to acknowledge its start again would delay every restart's first record.
@@ -201,10 +246,13 @@ class PartitionAssigner:
         counted = sum(r.records for r in results.values() if isinstance(r, Reconciled))
         log.info("%d record(s) on the target past the stored progress of %d partition(s) counted as copied in "
                  "%.2f s", counted, len(tails), time.monotonic() - started)
-        for (topic, partition), outcome in sorted(results.items()):
-            if isinstance(outcome, str):
-                log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
-                            "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
+        fallbacks = [(key, outcome) for key, outcome in sorted(results.items()) if isinstance(outcome, str)]
+        for (topic, partition), outcome in fallbacks[:SHOWN_FALLBACKS]:
+            log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
+                        "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
+        if len(fallbacks) > SHOWN_FALLBACKS:  # each one stays in the status (reconcile_fallback)
+            log.warning("... and %d more partition(s) copied on from their stored progress (see `mirror-engine "
+                        "status`)", len(fallbacks) - SHOWN_FALLBACKS)
         return results
 
     def _go_on_after(self, state: PartitionState, reconciled: Reconciled) -> int:

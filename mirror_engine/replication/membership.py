@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -169,6 +170,7 @@ class WorkerGroup(Membership):
         pending_backfill = {topic for topic, _ in assigner.hold_for_backfill(
             sorted(key for key in assigner.plan_partitions() if key not in assigner.stored))}
         topics = sorted(set(assigner.source_topics) - assigner.control.switched_topics - pending_backfill)
+        assigner.assign_awaiting()
         if topics == self._subscription:
             return
         self._subscription = topics
@@ -193,23 +195,27 @@ class WorkerGroup(Membership):
         offered = [(tp.topic, tp.partition) for tp in partitions]
         if not offered:
             return
+        started = time.monotonic()
         # The previous owner stored its progress before giving the partitions up: read it now.
         self.assigner.reload_progress(offered)
         self.assigner.assign_new(offered)
-        log.info("worker %s took %d partition(s) from the group: %s", self.worker_id, len(offered),
-                 describe_keys(offered))
+        log.info("worker %s took %d partition(s) from the group in %.2f s: %s", self.worker_id, len(offered),
+                 time.monotonic() - started, describe_keys(offered))
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
         keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
         self.clients.consumer.incremental_unassign(partitions)
-        if keys:
-            log.info("worker %s gave up %d partition(s) to the group: %s", self.worker_id, len(keys),
-                     describe_keys(keys))
+        if keys:  # their progress stored in that time
+            log.info("worker %s gave up %d partition(s) to the group in %.2f s: %s", self.worker_id, len(keys),
+                     time.monotonic() - started, describe_keys(keys))
 
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """The group gave these partitions to others while this worker was silent: write nothing more for them."""
         keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.assigner.forget_awaiting(keys)
         if not self.delivery.may_drop_lost(keys, self.worker_id):
             return
         for key in keys:
@@ -219,8 +225,15 @@ class WorkerGroup(Membership):
         log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), describe_keys(keys))
 
 
-def describe_keys(keys: list[TopicPartitionKey]) -> str:
+SHOWN_TOPICS = 5  # topics named in a rebalance's log line; the rest counted
+
+
+def describe_keys(keys: list[TopicPartitionKey], shown: int = SHOWN_TOPICS) -> str:
+    """The partitions of the first `shown` topics, then how many more topics: a line that does not grow with the
+    assignment (every partition stays available through `status`)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(keys):
         by_topic.setdefault(topic, []).append(partition)
-    return ", ".join(f"{topic}{partitions}" for topic, partitions in by_topic.items())
+    named = ", ".join(f"{topic}{partitions}" for topic, partitions in list(by_topic.items())[:shown])
+    more = len(by_topic) - shown
+    return named + (f" and {more} more topic(s)" if more > 0 else "")
