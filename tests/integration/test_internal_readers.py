@@ -22,7 +22,7 @@ from mirror_engine.flow import (
     ensure_internal_topics,
     load_progress,
 )
-from mirror_engine.kafka import admin_client, describe_topic_configs
+from mirror_engine.kafka import admin_client
 from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
 from mirror_engine.observe import (
     FlowView,
@@ -200,19 +200,3 @@ def test_the_latency_probe_sees_the_heartbeat_when_its_copy_is_committed(kafka_p
     assert copied, "the copier saw no heartbeat"
     assert latency.replica_topic == replica
     assert latency.latency_ms >= held_s * 1000, f"the probe counted an aborted copy: {latency.latency_ms:.0f} ms"
-
-
-def test_progress_and_checkpoints_roll_small_segments_so_compaction_bounds_their_reads(kafka_pair, unique_name):
-    """Both are read from their start at every start-up and rebalance: the target must accept segments that roll
-    within minutes (the broker's default, 1 GiB or 7 days, leaves a long run's every record uncompacted)."""
-    _, target = kafka_pair
-    plan = plan_from_dict(plan_dict(*kafka_pair, unique_name, name=f"roll{unique_name[-8:]}"))
-    topics = InternalTopics.for_plan(plan)
-    admin = admin_client(target.client_config())
-    ensure_internal_topics(admin, topics)
-    configs = describe_topic_configs(admin, [topics.progress, topics.checkpoints])
-    for name in (topics.progress, topics.checkpoints):
-        values = {entry.name: entry.value for entry in configs[name]}
-        assert values["cleanup.policy"] == "compact"
-        assert int(values["segment.bytes"]) <= 16 * 1024 * 1024, (name, values["segment.bytes"])
-        assert int(values["segment.ms"]) <= 10 * 60 * 1000, (name, values["segment.ms"])
