@@ -50,13 +50,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from harness import cluster_section, print_table, stop_clusters
+from scale_figures import Code, Figures, Shape
 from scale_mm2 import Mm2Figures, cpu_seconds, measure_mm2, report_mm2
 
 from kafka_local.cluster import KafkaCluster, start_pair
@@ -71,39 +71,6 @@ VALUE = b"v" * 100
 CREATE_BATCH = 500  # topics per CreateTopics request
 
 log = logging.getLogger("scale")
-
-
-@dataclass(frozen=True)
-class Shape:
-    topics: int
-    partitions: int  # per topic
-    groups: int
-
-    @classmethod
-    def parse(cls, text: str) -> Shape:
-        topics, partitions, groups = (int(part) for part in text.lower().split("x"))
-        return cls(topics, partitions, groups)
-
-    @property
-    def total_partitions(self) -> int:
-        return self.topics * self.partitions
-
-    def __str__(self) -> str:
-        return f"{self.total_partitions:,} partitions ({self.topics:,} x {self.partitions}), {self.groups:,} groups"
-
-
-@dataclass
-class Figures:
-    """What one shape measured; None where a step failed or did not run."""
-
-    seconds: dict[str, float | None] = field(default_factory=dict)
-    rate: float | None = None  # records/s of the engine's copy, from its first record to the last
-    raw_rate: float | None = None  # records/s of a plain producer into as many partitions
-    peak_rss_mib: float | None = None
-    largest_status_kib: float | None = None
-    status_kib_per_interval: float | None = None
-    log_lines_per_minute: float | None = None
-    copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
 
 
 def raise_file_limit(shape: Shape) -> int:
@@ -275,24 +242,6 @@ def dag_parse_seconds(plan_file: Path, workdir: Path, env: dict[str, str]) -> fl
 
 def _log_lines(path: Path) -> int:
     return sum(1 for line in path.read_text(errors="replace").splitlines() if not line.startswith("TRACE "))
-
-
-@dataclass
-class Code:
-    """A version of the engine to measure: `label`, and the folder holding its `mirror_engine` (None: this one)."""
-
-    label: str
-    path: Path | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Code:
-        label, _, path = text.partition("=")
-        return cls(label, Path(path).resolve() if path else None)
-
-    def env(self) -> dict[str, str]:
-        """The environment of its processes (which run in the work folder: the current one would come first)."""
-        first = [str(self.path or ROOT), str(ROOT)]
-        return {**os.environ, "PYTHONPATH": os.pathsep.join([*first, os.environ.get("PYTHONPATH", "")])}
 
 
 def build_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, per_partition: int) -> float:

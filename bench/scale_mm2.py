@@ -14,18 +14,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from harness import MM2_CONSUMER, MM2_PRODUCER, create_topics, print_table
+from scale_figures import Code, Figures, Shape
 
 from kafka_local.cluster import KafkaCluster
 from kafka_local.mm2 import MirrorMakerSettings, start_mirror_maker
 from mirror_engine.kafka import list_offsets
-
-if TYPE_CHECKING:
-    from scale import Code, Figures, Shape
 
 log = logging.getLogger("scale")
 # The KRaft controller's answer to a request of more than 10,000 records (a topic and each partition one record).

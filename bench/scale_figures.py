@@ -1,0 +1,61 @@
+"""What bench/scale.py measures a shape with: the shape, a version of the engine, and the figures of one run
+(apart, so that the modules of its steps can name them without importing the script)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Shape:
+    topics: int
+    partitions: int  # per topic
+    groups: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        topics, partitions, groups = (int(part) for part in text.lower().split("x"))
+        return cls(topics, partitions, groups)
+
+    @property
+    def total_partitions(self) -> int:
+        return self.topics * self.partitions
+
+    def __str__(self) -> str:
+        return f"{self.total_partitions:,} partitions ({self.topics:,} x {self.partitions}), {self.groups:,} groups"
+
+
+@dataclass
+class Figures:
+    """What one shape measured; None where a step failed or did not run."""
+
+    seconds: dict[str, float | None] = field(default_factory=dict)
+    rate: float | None = None  # records/s of the engine's copy, from its first record to the last
+    raw_rate: float | None = None  # records/s of a plain producer into as many partitions
+    peak_rss_mib: float | None = None
+    largest_status_kib: float | None = None
+    status_kib_per_interval: float | None = None
+    log_lines_per_minute: float | None = None
+    copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
+
+
+@dataclass
+class Code:
+    """A version of the engine to measure: `label`, and the folder holding its `mirror_engine` (None: this one)."""
+
+    label: str
+    path: Path | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Code:
+        label, _, path = text.partition("=")
+        return cls(label, Path(path).resolve() if path else None)
+
+    def env(self) -> dict[str, str]:
+        """The environment of its processes (which run in the work folder: the current one would come first)."""
+        first = [str(self.path or ROOT), str(ROOT)]
+        return {**os.environ, "PYTHONPATH": os.pathsep.join([*first, os.environ.get("PYTHONPATH", "")])}
