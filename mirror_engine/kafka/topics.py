@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,6 +169,14 @@ _RETRIABLE = frozenset({
 })
 
 
+def metadata_of(client: Any, names: Collection[str], timeout_s: float = 15.0) -> dict[str, Any]:
+    """The metadata of topics `names` (an admin client, producer or consumer): one topic is asked alone, several
+    in one request for every topic (librdkafka asks for one topic or all), never one request per topic."""
+    if len(names) == 1:
+        return client.list_topics(next(iter(names)), timeout=timeout_s).topics
+    return client.list_topics(timeout=timeout_s).topics
+
+
 def list_offsets(
     admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, timeout_s: float = 15.0,
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
@@ -185,11 +194,7 @@ def list_offsets(
                 raise
             time.sleep(backoff)
             backoff = min(0.3, backoff * 2)
-            topics = {tp.topic for tp in tps}
-            if len(topics) == 1:
-                admin.list_topics(next(iter(topics)), timeout=timeout_s)  # refreshes the client's metadata of it
-            else:
-                admin.list_topics(timeout=timeout_s)  # of every topic in one request, not one request per topic
+            metadata_of(admin, {tp.topic for tp in tps}, timeout_s)  # refreshes the client's metadata of them
 
 
 def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:

@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, load_progress
-from mirror_engine.kafka import describe_topic_configs, list_offsets
+from mirror_engine.kafka import describe_topic_configs, list_offsets, metadata_of
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
 from mirror_engine.replication.copier import RecordCopier
@@ -305,10 +305,7 @@ class PartitionAssigner:
         alias = self.plan.source.alias
         targets = {topic: self.policy.format_remote_topic(alias, topic) for topic, _ in keys}
         names = set(targets.values())
-        admin = self.clients.target_admin
-        # One topic is asked alone; several in one request for every topic (not one request per topic).
-        shown = (admin.list_topics(next(iter(names)), timeout=15) if len(names) == 1
-                 else admin.list_topics(timeout=15)).topics
+        shown = metadata_of(self.clients.target_admin, names)
         ready = [(topic, partition) for topic, partition in keys
                  if (meta := shown.get(targets[topic])) is not None and meta.error is None
                  and partition in meta.partitions]
@@ -341,11 +338,7 @@ class PartitionAssigner:
             target = self.target_topic[topic]
             needed[target] = max(needed.get(target, 0), partition + 1)
         while True:
-            # One topic is asked alone; several in one request for every topic (not one request per topic).
-            if len(needed) == 1:
-                shown = self.clients.producer.list_topics(next(iter(needed)), timeout=timeout_s).topics
-            else:
-                shown = self.clients.producer.list_topics(timeout=timeout_s).topics
+            shown = metadata_of(self.clients.producer, needed, timeout_s)
             short = {target: count for target, count in needed.items()
                      if target not in shown or len(shown[target].partitions) < count}
             if not short:
