@@ -40,6 +40,7 @@ from mirror_engine.plan import plan_from_dict
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = 100  # per partition
 PARTITIONS = 4
+MAX_TOPICS = 250  # groups share topics past this (1,000 partitions on the source)
 ENGINE = [sys.executable, "-m", "mirror_engine.cli"]
 log = logging.getLogger("switch_scale")
 
@@ -136,42 +137,98 @@ def _dag_run(dag_id: str, groups: list[str]) -> tuple[float, dict[str, Any]]:
     return seconds, {"busy": busy, "states": states}
 
 
-def switch_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, counts: list[int]) -> None:
-    _airflow_home(workdir)
-    topics = max(counts)
-    shape = Shape(topics, PARTITIONS, 0)
+def _switch_shape(source: KafkaCluster, target: KafkaCluster, workdir: Path, counts: list[int]
+                  ) -> tuple[dict[str, Any], Path, list[str]]:
+    """Topics of 4 partitions on the source (one per group, at most MAX_TOPICS: groups read 1 to 3 of them) and the
+    plan of the run; returns (plan data, plans folder, topic names)."""
+    topics = min(max(counts), MAX_TOPICS)
     names = [f"w.t{i:04d}" for i in range(topics)]
     create_topics(source, names, PARTITIONS)
     produce_records(source, names, PARTITIONS, RECORDS)
     plans = workdir / "plans"
     plans.mkdir()
     data = {"name": "switchscale", "source": cluster_section("src", source), "target": cluster_section("tgt", target),
-            "topics": {"include": [r"w\..*"]}, "cutover": {"wait_timeout_s": 300}}
-    plan_file = plans / "switchscale.yaml"
-    plan_file.write_text(yaml.safe_dump(data))
+            "topics": {"include": [r"w\..*"]}, "cutover": {"wait_timeout_s": 600}}
+    (plans / "switchscale.yaml").write_text(yaml.safe_dump(data))
+    return data, plans, names
+
+
+def _stopped_groups(source: KafkaCluster, prefix: str, names: list[str], n: int) -> list[str]:
+    """`n` groups stopped half-way on 1 to 3 topics each (commit_groups picks them among `names`)."""
+    commit_groups(source, prefix, names[:n], Shape(n, PARTITIONS, n), RECORDS)
+    return [f"{prefix}-g{g}" for g in range(n)]
+
+
+def switch_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, counts: list[int]) -> None:
+    _airflow_home(workdir)
+    data, plans, names = _switch_shape(source, target, workdir, counts)
     plan = plan_from_dict(data)
+    partitions = len(names) * PARTITIONS
     rows = []
-    engine = EngineProcess("run", plan_file, workdir / "switch-run.log")
+    engine = EngineProcess("run", plans / "switchscale.yaml", workdir / "switch-run.log")
     try:
-        _wait_copied(plan, target, shape.total_partitions, engine)
+        _wait_copied(plan, target, partitions, engine)
         for n in counts:
-            prefix = f"sw{n}"
-            # Each group stopped half-way on one topic of its own (commit_groups picks 1 to 3 of `names`).
-            commit_groups(source, prefix, names[:n], Shape(n, PARTITIONS, n), RECORDS)
-            groups = [f"{prefix}-g{g}" for g in range(n)]
+            groups = _stopped_groups(source, f"sw{n}", names, n)
             seconds, figures = _dag_run("kafka_migration__switchscale", groups)
             rows.append((n, seconds, figures))
             log.info("%d groups: %.1f s %s", n, seconds, figures)
     finally:
         engine.stop()
     (small, small_s, _), (large, large_s, _) = rows[0], rows[-1]
-    per_group = (large_s - small_s) / (large - small)
-    table = [[f"{n:,} groups", f"{s:.1f}", f"{s / n:.2f}",
-              *(f"{f['busy'].get(task, 0.0) / n:.2f}" for task in ("fence", "ready", "switch"))] for n, s, f in rows]
-    print_table(f"switch_groups stage by dag.test(), one engine copying {shape.total_partitions:,} partitions "
-                f"({_load()})", ["run", "seconds", "s per group", "fence s/group", "ready s/group", "switch s/group"],
-                table, [f"one more group costs {per_group:.2f} s in a dag.test() run (from {small} to {large} groups); "
-                        f"1,000 groups: about {small_s + per_group * (1000 - small):.0f} s in one process"])
+    per_group = (large_s - small_s) / max(1, large - small)
+    tasks = sorted({task for _n, _s, f in rows for task in f["busy"]})
+    table = [[f"{n:,} groups", f"{s:.1f}", f"{s / n:.2f}", *(f"{f['busy'].get(task, 0.0) / n:.2f}" for task in tasks)]
+             for n, s, f in rows]
+    print_table(f"switch_groups stage by dag.test(), one engine copying {partitions:,} partitions ({_load()})",
+                ["run", "seconds", "s per group", *(f"{task} s/group" for task in tasks)], table,
+                [f"one more group costs {per_group:.2f} s in a dag.test() run (from {small} to {large} groups); "
+                 f"1,000 groups: about {small_s + per_group * (1000 - small):.0f} s in one process"])
+
+
+def export_checkout(revision: str, folder: Path) -> Path:
+    """The project's files at `revision` (git archive: no worktree, no git state) in `folder`."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def scheduler_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, counts: list[int],
+                   baseline: str | None, baseline_counts: list[int]) -> None:
+    """The switch_groups stage under the real scheduler (LocalExecutor), this checkout and `baseline` (a git
+    revision) on the same clusters and engine, each group its own (stopped on the source, switched once)."""
+    from switch_scheduler import SchedulerRunner
+
+    data, plans, names = _switch_shape(source, target, workdir, counts + baseline_counts)
+    plan = plan_from_dict(data)
+    partitions = len(names) * PARTITIONS
+    checkouts = ([("before", export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else []) \
+        + [("after", ROOT, counts)]
+    rows = []
+    engine = EngineProcess("run", plans / "switchscale.yaml", workdir / "switch-run.log")
+    try:
+        _wait_copied(plan, target, partitions, engine)
+        for label, checkout, sizes in checkouts:
+            runner = SchedulerRunner(checkout, workdir / f"airflow-{label}", plans, {})
+            try:
+                runner.start("kafka_migration__switchscale")
+                for n in sizes:
+                    groups = _stopped_groups(source, f"{label}{n}", names, n)
+                    load = _load()
+                    run = runner.switch("kafka_migration__switchscale", plan, target.client_config(), groups)
+                    log.info("%s, %d groups: %s (%s)", label, n, run, load)
+                    rows.append([label, f"{n:,}", f"{run.run_s:.1f}", f"{run.stage_s:.1f}",
+                                 f"{run.stage_s / n:.2f}", f"{run.task_instances:,}", f"{run.verified:,}", load])
+            finally:
+                runner.stop()
+    finally:
+        engine.stop()
+    print_table(f"switch_groups stage under the real scheduler, LocalExecutor (4 slots), one engine copying "
+                f"{partitions:,} partitions", ["code", "groups", "run s", "stage s", "stage s/group",
+                                               "task instances", "verified", "load at start"], rows,
+                ["run: trigger to the run's end (the other stages' tasks skip); stage: first start to last end of "
+                 "the switch_groups tasks; verified: groups whose stored switch report is verified"])
 
 
 def one_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, many: int) -> None:
@@ -209,10 +266,13 @@ def one_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, many: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["parse", "switch", "one"], action="append")
+    parser.add_argument("--part", choices=["parse", "switch", "scheduler", "one"], action="append")
     parser.add_argument("--groups", type=int, action="append", help="groups per dag.test() run (default 10, 100)")
     parser.add_argument("--parse-groups", type=int, action="append", help="default 10, 1000")
     parser.add_argument("--many", type=int, default=1000, help="groups added before the second switch-group")
+    parser.add_argument("--baseline", help="scheduler part: a git revision to run before this checkout")
+    parser.add_argument("--baseline-groups", type=int, action="append",
+                        help="scheduler part: groups per run of the baseline (default: as --groups)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     parts = args.part or ["parse", "one", "switch"]
@@ -220,13 +280,16 @@ def main() -> None:
         workdir = Path(folder)
         if "parse" in parts:
             parse_part(workdir, args.parse_groups or [10, 1000])
-        if "one" in parts or "switch" in parts:
+        if {"one", "switch", "scheduler"} & set(parts):
             source, target = start_pair(workdir / "clusters")
             try:
                 if "one" in parts:
                     one_part(source, target, workdir, args.many)
                 if "switch" in parts:
                     switch_part(source, target, workdir, args.groups or [10, 100])
+                if "scheduler" in parts:
+                    scheduler_part(source, target, workdir, args.groups or [10, 100], args.baseline,
+                                   (args.baseline_groups or args.groups or [10, 100]) if args.baseline else [])
             finally:
                 stop_clusters([source, target])
 

@@ -19,28 +19,26 @@ from kafka_migration.hooks.plan import load_plan_or_fail
 from kafka_migration.operators.approval import SwitchApprovalOperator
 from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
-    FenceGroupOperator,
     FlowControlOperator,
     PlanProblemOperator,
     PreflightOperator,
     PrepareTargetOperator,
     StartReplicationOperator,
     StopReplicationOperator,
-    SwitchGroupOperator,
     SwitchProducersOperator,
 )
 from kafka_migration.operators.spark import MigrationSparkSubmitOperator
+from kafka_migration.operators.switch_groups import BATCH_LABEL, SwitchGroupsOperator
 from kafka_migration.plan_dags import migration_dag_id, plans_folder, validation_dag_id
 from kafka_migration.sensors.readiness import (
     BackfillDoneSensor,
     CheckpointsCurrentSensor,
     ClustersAnswerSensor,
     EngineCopyingSensor,
-    GroupReadySensor,
     ReplicationLagSensor,
     TopicReadySensor,
 )
-from kafka_migration.stages import run_groups
+from kafka_migration.stages import GROUPS_PER_TASK, group_batches, run_groups
 
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 
@@ -81,8 +79,9 @@ the next ones go on:
    reaches lag 0; the switches wait for their own records), whichever engines copy;
 6. **validate**: Spark compares every copied record on both clusters; the report is in `{reports}`;
 7. **checkpoints**: checkpoint rounds until the plan's groups are current on the target;
-8. **switch_groups**: per group in `groups`: fenced on the source (with `fence`), a wait until it stopped there
-   and was copied past, then the exact switch, verified, with an Asset event `kafka-migration://{name}/groups/<group>`;
+8. **switch_groups**: per group in `groups` (in tasks of up to `groups_per_task` groups): fenced on the source
+   (with `fence`), a wait until it stopped there and was copied past, then the exact switch, verified, with an
+   Asset event `kafka-migration://{name}/groups/<group>`;
 9. **switch_producers**: per topic in `producer_topics`: a wait until idle on the source and copied to its end,
    then the switch (the engines stop copying it);
 10. **finish**: the engine started by this run stopped (SIGTERM; progress stored).
@@ -116,6 +115,9 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
                         description=f"One group per line; empty: the plan's cutover.groups ({len(cutover.groups):,} "
                                     "group(s)). Each switches once stopped on the source. To switch none, leave "
                                     "the switch_groups stage out."),
+        "groups_per_task": Param(GROUPS_PER_TASK, type="integer", minimum=1, title="Groups switched per task",
+                                 description="The switch_groups stage switches its groups in tasks of at most this "
+                                             "many, each group with its own proof."),
         "approve_switch": Param(cutover.approve_switch, type="boolean", title="Approve before the switch",
                                 description="A person approves the switch under Required Actions, shown the lag, "
                                             "the validation and the checkpoints; rejected, the cutover is skipped "
@@ -185,21 +187,15 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                                               **retried)
         with TaskGroup("switch_groups"):
             @task(task_id="groups")
-            def groups_to_switch(params: dict | None = None) -> list[str]:
-                return run_groups(params, load_plan_or_fail(path).plan)
+            def groups_to_switch(params: dict | None = None) -> list[list[str]]:
+                return group_batches(run_groups(params, load_plan_or_fail(path).plan),
+                                     (params or {}).get("groups_per_task"))
 
             groups = groups_to_switch()
-            fenced = FenceGroupOperator.partial(
-                task_id="fence", plan_path=path, fence="{{ params.fence }}",
-                map_index_template="{{ task.group }}", **retried).expand(group=groups)
-            group_ready = GroupReadySensor.partial(
-                task_id="ready", fence="{{ params.fence }}", map_index_template="{{ task.group }}",
-                **wait).expand(group=groups)
-            switched = SwitchGroupOperator.partial(
+            switched = SwitchGroupsOperator.partial(
                 task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
-                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.group }}",
-                **retried).expand(group=groups)
-            fenced >> group_ready >> switched
+                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template=BATCH_LABEL,
+                **retried).expand(groups=groups)
         with TaskGroup("switch_producers"):
             @task(task_id="topics")
             def topics_to_switch(params: dict | None = None) -> list[str]:

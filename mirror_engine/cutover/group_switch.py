@@ -17,6 +17,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.cutover.proof import PartitionSwitch, prove_partition, records_around_all
+from mirror_engine.cutover.readiness_base import Readiness
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupStopped
 from mirror_engine.cutover.switched import group_already_switched
 from mirror_engine.cutover.waiting import SwitchError, wait_until_ready
@@ -33,7 +34,7 @@ from mirror_engine.kafka import (
     place_fence,
     remove_fence,
 )
-from mirror_engine.observe import ReportStore
+from mirror_engine.observe import FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
 
 
@@ -78,15 +79,21 @@ class GroupSwitchReport:
 
 
 class GroupSwitcher:
-    """Switches the plan's consumer groups between the clusters."""
+    """Switches the plan's consumer groups between the clusters.
+
+    Given a `watch` and a `reports` store (a batch of groups switched together, `group_batch`), every switch reads
+    the flow's mapping and its stored reports through them, which their owner closes; otherwise each switch opens
+    and closes its own."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 fence_option: str = FENCE_OPTION) -> None:
+                 fence_option: str = FENCE_OPTION, *, watch: FlowWatch | None = None,
+                 reports: ReportStore | None = None) -> None:
         self.plan = plan
         self.source_config, self.target_config = source_config, target_config
         self.source_admin, self.target_admin = admin_client(source_config), admin_client(target_config)
         self.policy = plan.policy()
         self.fence_option = fence_option  # how the user asked for a fence, named when the source cannot hold one
+        self.watch, self.reports = watch, reports
 
     def fence(self, group: str) -> None:
         """Deny every principal READ on the group on the source: its consumers cannot join or commit there.
@@ -103,22 +110,58 @@ class GroupSwitcher:
     def switch(self, group: str, *, fence: bool = False, timeout_s: float | None = None) -> GroupSwitchReport:
         """Move `group` to the target at exactly the records it would have read next on the source."""
         timeout = timeout_s or self.plan.cutover.wait_timeout_s
+        done = self._before_switch(group, fence)
+        if done is not None:
+            return done
+        waited = time.monotonic()
+        ready = self._ready_check(group, fence)
+        try:
+            wait_until_ready(ready, timeout, outcome="nothing was committed on the target",
+                             hint="stop its consumers on the source, or fence it")
+            return self._commit_and_prove(group, ready, fence, waited)
+        finally:
+            ready.close()
+
+    def switch_if_ready(self, group: str, *, fence: bool = False) -> GroupSwitchReport | Readiness:
+        """One look at `group`: switched now (its report), switched before (its stored report), or what it still
+        waits for (a Readiness not done). Refusals, and a group that can never switch, raise SwitchError as
+        `switch` does; nothing was committed then."""
+        done = self._before_switch(group, fence)
+        if done is not None:
+            return done
+        waited = time.monotonic()
+        ready = self._ready_check(group, fence)
+        try:
+            readiness = ready.check()
+            if readiness.failed:
+                raise SwitchError(f"{readiness.failed}: nothing was committed on the target")
+            if not readiness.done:
+                return readiness
+            return self._commit_and_prove(group, ready, fence, waited)
+        finally:
+            ready.close()
+
+    def _before_switch(self, group: str, fence: bool) -> GroupSwitchReport | None:
+        """The stored report of a switch finished before (a retried or cleared switch: committing again would move
+        the group back), else None once the group may be switched (fenced first, with `fence`)."""
         if is_engine_group(group):
             raise SwitchError(f"{group!r} is a replication engine's own group: it is never switched")
         done = self.already_switched(group)
-        if done is not None:  # a retried or cleared switch: committing again would move the group back
+        if done is not None:
             return done
         if describe_group(self.target_admin, group).active:
             raise SwitchError(f"group {group!r} already has active members on the target: nothing was changed")
         if fence:
             self.fence(group)
-        waited = time.monotonic()
-        ready = GroupReadyToSwitch(self.plan, self.source_config, self.target_config, group, fence=fence)
-        try:
-            wait_until_ready(ready, timeout, outcome="nothing was committed on the target",
-                             hint="stop its consumers on the source, or fence it")
-        finally:
-            ready.close()
+        return None
+
+    def _ready_check(self, group: str, fence: bool) -> GroupReadyToSwitch:
+        return GroupReadyToSwitch(self.plan, self.source_config, self.target_config, group, fence=fence,
+                                  watch=self.watch, reports=self.reports)
+
+    def _commit_and_prove(self, group: str, ready: GroupReadyToSwitch, fence: bool,
+                          waited: float) -> GroupSwitchReport:
+        """Commit the translation `ready` saw done, read it back, prove every partition and store the report."""
         if ready.switched_before or ready.translation is None:  # switched by another run meanwhile
             repeated = self.already_switched(group)
             if repeated is None:
@@ -150,7 +193,7 @@ class GroupSwitcher:
         if not committed_offsets(self.target_admin, group) or describe_group(self.source_admin, group).active:
             return None
         stored = group_already_switched(self.plan, self.target_config, group,
-                                        committed_offsets(self.source_admin, group))
+                                        committed_offsets(self.source_admin, group), self.reports)
         return None if stored is None else GroupSwitchReport.from_dict(stored, repeated=True)
 
     def rollback(self, group: str, *, timeout_s: float | None = None) -> GroupSwitchReport:
@@ -194,11 +237,12 @@ class GroupSwitcher:
 
     def _store(self, report: GroupSwitchReport) -> None:
         """Keep the report where any component reads it (the cockpit, a later rollback's reader)."""
-        store = ReportStore(self.plan, self.target_config)
+        store = self.reports or ReportStore(self.plan, self.target_config)
         try:
             store.put("group-switch", report.group, json.loads(report.to_json()))
         finally:
-            store.close()
+            if self.reports is None:
+                store.close()
 
     def _prove_all(self, rows: list[tuple[str, int, int, str, int]]) -> list[PartitionSwitch]:
         """Prove every (source topic, partition, source offset, target topic, target offset): the records before and

@@ -23,7 +23,7 @@ from mirror_engine.cutover.catch_up import (
 from mirror_engine.cutover.checkpoint_loop import lease_holder
 from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
-from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, TopicReadyToSwitch
+from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
 from mirror_engine.kafka import admin_client, describe_group
 from mirror_engine.observe import assigned_partitions, flow_problems, partition_count
 from mirror_engine.plan import MigrationPlan
@@ -229,6 +229,7 @@ CHECKS: dict[str, type[ReadinessCheck]] = {
     "lag_at_most": LagAtMost,
     "checkpoints_current": CheckpointsCurrent,
     "group_ready_to_switch": GroupReadyToSwitch,
+    "groups_ready_to_switch": GroupsReadyToSwitch,
     "topic_ready_to_switch": TopicReadyToSwitch,
 }
 

@@ -43,12 +43,17 @@ def acl_in_force(admin: AdminClient, acl: Acl) -> bool:
 
 
 class ReadinessCheck:
-    """Base: built from the plan and both clusters' settings; `check()` once per poll; `close()` at the end."""
+    """Base: built from the plan and both clusters' settings; `check()` once per poll; `close()` at the end.
 
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+    A check given a `watch` (several checks of one flow polled together, e.g. the groups of a batch) reads
+    through it and leaves it open: its owner closes it."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 watch: FlowWatch | None = None) -> None:
         self.plan = plan
         self.source_config, self.target_config = source_config, target_config
-        self._watch: FlowWatch | None = None
+        self._watch: FlowWatch | None = watch
+        self._owns_watch = watch is None
 
     @property
     def watch(self) -> FlowWatch:
@@ -60,6 +65,6 @@ class ReadinessCheck:
         raise NotImplementedError
 
     def close(self) -> None:
-        if self._watch is not None:
+        if self._watch is not None and self._owns_watch:
             self._watch.close()
 

@@ -22,6 +22,7 @@ from mirror_engine.kafka import (
     list_offsets,
     topic_write_fence,
 )
+from mirror_engine.observe import FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
 
 TopicPartitionKey = tuple[str, int]
@@ -61,9 +62,11 @@ class GroupReadyToSwitch(ReadinessCheck):
     because the group's finished switch is stored)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 group: str = "", fence: bool = False) -> None:
-        super().__init__(plan, source_config, target_config)
+                 group: str = "", fence: bool = False, watch: FlowWatch | None = None,
+                 reports: ReportStore | None = None) -> None:
+        super().__init__(plan, source_config, target_config, watch)
         self.group, self.fence = group, fence
+        self.reports = reports  # the flow's stored reports, read through this store when given (a batch's)
         self.final: dict[TopicPartitionKey, int] = {}
         self.translation: GroupTranslation | None = None
         self.stopped_at: float | None = None
@@ -76,7 +79,8 @@ class GroupReadyToSwitch(ReadinessCheck):
         try:
             if describe_group(watch.target_admin, group).active:
                 if not describe_group(watch.source_admin, group).active and group_already_switched(
-                        self.plan, self.target_config, group, committed_offsets(watch.source_admin, group)):
+                        self.plan, self.target_config, group, committed_offsets(watch.source_admin, group),
+                        self.reports):
                     self.switched_before = True
                     return Readiness(True, f"group {group}: already switched to the target (its stored report "
                                      "proves it): nothing to wait for", detail={"group": group})
@@ -160,3 +164,31 @@ class TopicReadyToSwitch(ReadinessCheck):
             return Readiness(False, f"topic {topic}: idle on the source; waiting for the copy of {named(behind)}")
         return Readiness(True, f"topic {topic}: idle on the source {quiet:.0f} s and copied to its end",
                          detail={"topic": topic, "end_offsets": {str(p): o for (_t, p), o in ends.items()}})
+
+
+class GroupsReadyToSwitch(ReadinessCheck):
+    """Some of several groups can be switched now: done as soon as one of `groups` is ready to switch
+    (`GroupReadyToSwitch`, each group's own answer) or never can be, so that the task switching the batch switches
+    those and waits again for the others. The progress line counts the groups still waiting and names a few, each
+    with what it waits for; `detail` lists the ready groups and the reasons of those that never can switch."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 groups: list[str] | tuple[str, ...] = (), fence: bool = False) -> None:
+        super().__init__(plan, source_config, target_config)
+        self.groups, self.fence = list(groups), fence
+        self._checks: dict[str, GroupReadyToSwitch] = {}
+
+    def check(self) -> Readiness:
+        if not self._checks:
+            self._checks = {group: GroupReadyToSwitch(self.plan, self.source_config, self.target_config, group,
+                                                      fence=self.fence, watch=self.watch) for group in self.groups}
+        answers = {group: check.check() for group, check in self._checks.items()}
+        ready = sorted(group for group, answer in answers.items() if answer.done)
+        failed = {group: answer.failed for group, answer in sorted(answers.items()) if answer.failed}
+        waiting = [answer.progress for answer in answers.values() if not answer.done and not answer.failed]
+        if ready or failed:
+            return Readiness(True, f"{len(ready)} of {len(answers)} group(s) ready to switch"
+                             + (f", {len(failed)} never can ({named(list(failed))})" if failed else "")
+                             + (f"; {len(waiting)} still waiting" if waiting else ""),
+                             detail={"ready": ready, "failed": failed})
+        return Readiness(False, f"{len(waiting)} group(s) waiting: {named(waiting)}")

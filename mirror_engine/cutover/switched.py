@@ -20,13 +20,16 @@ from mirror_engine.plan import MigrationPlan
 TopicPartitionKey = tuple[str, int]
 
 
-def stored_report(plan: MigrationPlan, target_config: dict[str, str], kind: str, name: str) -> dict[str, Any] | None:
-    """The report of kind `kind` ("group-switch", "producer-switch") stored for `name`, or None."""
-    store = ReportStore(plan, target_config)
+def stored_report(plan: MigrationPlan, target_config: dict[str, str], kind: str, name: str,
+                  store: ReportStore | None = None) -> dict[str, Any] | None:
+    """The report of kind `kind` ("group-switch", "producer-switch") stored for `name`, or None; read through
+    `store` when given (it reads only what is new since its last read), else through a store of its own."""
+    reader = store or ReportStore(plan, target_config)
     try:
-        record = store.read(kind).get(f"{kind}:{name}")
+        record = reader.read(kind).get(f"{kind}:{name}")
     finally:
-        store.close()
+        if store is None:
+            reader.close()
     return None if record is None else record["report"]
 
 
@@ -40,9 +43,10 @@ def switched_offsets(plan: MigrationPlan, report: dict[str, Any] | None) -> dict
 
 
 def group_already_switched(plan: MigrationPlan, target_config: dict[str, str], group: str,
-                           source_offsets: dict[TopicPartitionKey, int]) -> dict[str, Any] | None:
+                           source_offsets: dict[TopicPartitionKey, int],
+                           store: ReportStore | None = None) -> dict[str, Any] | None:
     """The stored report of `group`'s switch when that switch is finished and the group has not committed on the
     source since (`source_offsets` are its committed offsets there now), else None."""
-    report = stored_report(plan, target_config, "group-switch", group)
+    report = stored_report(plan, target_config, "group-switch", group, store)
     switched = switched_offsets(plan, report)
     return report if switched and switched == source_offsets else None

@@ -1,8 +1,9 @@
 """What a migration run selects: its `stages` param lists the stages to run (tasks of other stages skip); its
-`groups` param the groups to switch."""
+`groups` param the groups to switch, and `groups_per_task` how many of them one task switches."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
@@ -21,3 +22,15 @@ def run_groups(params: dict[str, Any] | None, plan: Any) -> list[str]:
     param into each of the DAG's tasks at parse time, so a long list would cost every parse per group."""
     groups = (params or {}).get("groups")
     return list(plan.cutover.groups if groups is None else groups)
+
+
+GROUPS_PER_TASK = 25  # the most groups one task of the switch_groups stage switches, unless a run says otherwise
+SPREAD = 4  # the fewest tasks a stage of more groups than this is spread over (the executor's slots run them)
+
+
+def group_batches(groups: list[str], per_task: int | str | None = None) -> list[list[str]]:
+    """The groups in the batches the switch_groups stage maps a task over: at most `per_task` groups each (25
+    when not given), over at least `SPREAD` tasks when there are that many groups, in their order."""
+    most = max(1, int(per_task or GROUPS_PER_TASK))
+    size = min(most, max(1, math.ceil(len(groups) / SPREAD)))
+    return [groups[start:start + size] for start in range(0, len(groups), size)]

@@ -1,11 +1,12 @@
 """Every cutover task is safe to retry, under the real scheduler, LocalExecutor and triggerer.
 
 One migration run on a source with an authorizer (so that its groups can be fenced): the process running
-`switch_groups.fence[g]`, then `switch_groups.switch[g]`, then `switch_producers.switch[t]` is killed with
-SIGKILL as soon as Airflow shows it running (wherever it is in its work), and Airflow retries it; the scheduler
-is restarted while the killed switch waits for its retry. The run ends exact: the group's offsets on the target
-are the exact translation of those on the source (identity naming, an empty target: the same offsets), each
-task's report is the one proof stored, and the topic is switched with nothing left behind on the source.
+`switch_groups.switch[g]` (which fences its groups, then switches them), then `switch_producers.switch[t]`, is
+killed with SIGKILL as soon as Airflow shows it running (wherever it is in its work), and Airflow retries it; the
+scheduler is restarted while the killed group switch waits for its retry. The run ends exact: the group's
+offsets on the target are the exact translation of those on the source (identity naming, an empty target: the
+same offsets), each task's report is the one proof stored, and the topic is switched with nothing left behind on
+the source.
 """
 
 from __future__ import annotations
@@ -109,8 +110,7 @@ def test_cutover_tasks_killed_mid_task_are_retried_and_end_exact(secured_pair, s
     _read_and_commit(source.client_config(), group, topic, 1200)  # the application stopped part-way
     run_id = services.trigger(dag_id, {"stages": STAGES, "groups": [group], "producer_topics": [topic],
                                        "fence": True, "producer_idle_s": 2, "wait_timeout_s": 300})
-    killed = [_kill_when_running(services, dag_id, run_id, "switch_groups.fence", 600)["task_id"],
-              _kill_when_running(services, dag_id, run_id, "switch_groups.switch", 600)["task_id"]]
+    killed = [_kill_when_running(services, dag_id, run_id, "switch_groups.switch", 600)["task_id"]]
     services.stop_component("scheduler")  # the switch is waiting for its retry
     services.start_component("scheduler")
     killed.append(_kill_when_running(services, dag_id, run_id, "switch_producers.switch", 600)["task_id"])

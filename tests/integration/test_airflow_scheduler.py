@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
 
 NOW = int(time.time() * 1000)
 SENSORS = ("preflight.clusters_answer", "replicate.engine_copying", "catch_up.wait_for_lag", "checkpoints.current",
-           "switch_groups.ready", "switch_producers.ready")
+           "switch_groups.switch", "switch_producers.ready")  # switch_groups.switch waits for its groups, deferred
 
 DEPLOY_DAG = '''
 import pendulum
@@ -183,10 +183,10 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         run_id = services.trigger(dag_id, {"groups": [group], "producer_topics": [topic], "producer_idle_s": 2,
                                            "wait_timeout_s": 300})
         # The group still has a member on the source: its switch waits, deferred, and says why in its log.
-        ready = _wait_for_state(services, dag_id, run_id, "switch_groups.ready", "deferred", 400)
+        ready = _wait_for_state(services, dag_id, run_id, "switch_groups.switch", "deferred", 400)
         assert ready["rendered_map_index"] == group
         time.sleep(4)  # at least one poll's progress line
-        assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.ready", 0)
+        assert "member(s) on the source to stop" in services.task_log(dag_id, run_id, "switch_groups.switch", 0)
         _cockpit_shows_the_live_copy(deployment, source, target, run_id)
 
         # A triggerer restart mid-wait: the wait is taken up again by the new triggerer and still completes.
@@ -205,7 +205,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         assert state == "success", (durations, services.log_tail("scheduler"))
 
         states = {ti["task_id"]: ti["state"] for ti in tis}
-        skipped = {"backfill.history", "backfill.done", "switch_groups.fence"}  # no backfill topics; no fence
+        skipped = {"backfill.history", "backfill.done"}  # no backfill topics
         assert {t for t, s in states.items() if s == "skipped"} == skipped, states
         assert all(s == "success" for t, s in states.items() if t not in skipped), states
         # The engine was started detached: its task held its executor slot for seconds, not a minute.
@@ -228,7 +228,7 @@ def test_migration_run_by_the_scheduler_defers_every_wait_and_records_asset_even
         retried = {sensor for sensor in SENSORS if tries[sensor] > 1}
         print(f"  sensors deferred: {len(deferred)} of {len(SENSORS)}; retried: {sorted(retried) or 'none'}")
         assert set(SENSORS) == deferred | retried, (deferred, retried)
-        restarted = _trigger_logs(services, dag_id, run_id, "switch_groups.ready")
+        restarted = _trigger_logs(services, dag_id, run_id, "switch_groups.switch")
         assert len(restarted) >= 2, list(restarted)
 
         # The switched group is on the target at exactly its source offsets (identity naming).
@@ -260,11 +260,11 @@ def test_a_finished_migrations_switch_groups_cleared_runs_again_and_repeats_noth
     store = ReportStore(load_plan(deployment.plan_file), target.client_config())
     before = store.read("group-switch")[f"group-switch:{group}"]
     offsets = committed_offsets(AdminClient(target.client_config()), group)
-    tasks = ["switch_groups.groups", "switch_groups.fence", "switch_groups.ready", "switch_groups.switch"]
+    tasks = ["switch_groups.groups", "switch_groups.switch"]
     status, body = services.api("POST", f"/dags/{dag_id}/clearTaskInstances", {
         "dag_run_id": run_id, "task_ids": tasks, "only_failed": False, "dry_run": False,
         "include_downstream": False, "include_upstream": False, "reset_dag_runs": True})
-    assert status == 200 and len(body["task_instances"]) >= 4, (status, body)
+    assert status == 200 and len(body["task_instances"]) >= 2, (status, body)
     assert services.wait_for_run(dag_id, run_id, 300) == "success", services.task_instances(dag_id, run_id)
     switch = next(ti for ti in services.task_instances(dag_id, run_id) if ti["task_id"] == "switch_groups.switch")
     assert switch["try_number"] >= 2, switch
@@ -367,7 +367,7 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id:
         assert deployment.group in page.locator("#checkpoints").inner_text()
         # Where the run stands and why it waits: the group's wait, its live condition, time waited and left.
         _wait_for_text(page.locator("#strip"), r"stage now: .*switch_groups", 30)
-        _wait_for_text(page.locator("#strip"), rf"switch_groups\.ready\[{re.escape(deployment.group)}\]: .*"
+        _wait_for_text(page.locator("#strip"), rf"switch_groups\.switch\[{re.escape(deployment.group)}\]: .*"
                        r"member\(s\) on the source to stop.*waiting for \d.*timeout in \d", 60)
         # Lag and rates on two charts, each with its axis and units.
         _wait_for_text(page.locator("#chart"), r"lag \(records\)[\s\S]*copy rate \(records/s\)", 30)

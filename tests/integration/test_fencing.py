@@ -122,9 +122,10 @@ def test_cli_switch_group_fence_and_rollback_without_an_authorizer(kafka_pair, u
 
 
 @pytest.mark.airflow
-def test_dag_fence_task_and_preflight_say_the_source_cannot_be_fenced(kafka_pair, unique_name, tmp_path):
-    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-    from kafka_migration.operators.migration import FenceGroupOperator, PreflightOperator
+def test_dag_switch_task_and_preflight_say_the_source_cannot_be_fenced(kafka_pair, unique_name, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+    from kafka_migration.operators.migration import PreflightOperator
+    from kafka_migration.operators.switch_groups import SwitchGroupsOperator
 
     source, target = kafka_pair
     topic, group = f"{unique_name}-t", f"{unique_name}-g"
@@ -142,11 +143,12 @@ def test_dag_fence_task_and_preflight_say_the_source_cannot_be_fenced(kafka_pair
         result = PreflightOperator(task_id="check", plan_path=str(plan_file)).execute({"params": params})
         assert result["topics"] == 1
 
+    # The switch task fences its groups first: refused at once, naming the group, nothing committed.
     with pytest.raises(AirflowFailException) as failed:
-        FenceGroupOperator(task_id="fence", plan_path=str(plan_file), group=group, fence=True).execute(fencing)
+        SwitchGroupsOperator(task_id="switch", plan_path=str(plan_file), groups=[group], fence=True).execute(fencing)
     assert NO_AUTHORIZER.search(str(failed.value)) and "SECURITY_DISABLED" not in str(failed.value)
-    with pytest.raises(AirflowSkipException):
-        FenceGroupOperator(task_id="fence", plan_path=str(plan_file), group=group, fence=False).execute(fencing)
+    assert f"{group}: " in str(failed.value), failed.value
+    assert committed_offsets(AdminClient(target.client_config()), group) == {}
     # The wait for the fence fails at once instead of waiting out its timeout.
     from mirror_engine.cutover import GroupReadyToSwitch
 

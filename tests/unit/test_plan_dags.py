@@ -52,5 +52,33 @@ def test_a_plan_of_1000_groups_parses_to_tasks_that_do_not_carry_the_list_and_it
     assert sum(1 for task in dag.tasks if "groups" in task.params) > 10
     assert "1,000 group(s)" in dag.params.get_param("groups").description
     pick = dag.get_task("switch_groups.groups").python_callable
-    assert pick(params={"groups": None}) == groups
-    assert pick(params={"groups": ["app-0007"]}) == ["app-0007"] and pick(params={"groups": []}) == []
+    assert [group for batch in pick(params={"groups": None}) for group in batch] == groups
+    assert pick(params={"groups": ["app-0007"]}) == [["app-0007"]] and pick(params={"groups": []}) == []
+
+
+def test_a_run_of_1000_groups_switches_them_in_a_few_dozen_task_instances(monkeypatch, tmp_path):
+    """A task instance costs a process, a parse of the DAG file and its own clients: the switch_groups stage maps
+    one task over batches of groups (every group in exactly one, in order), not tasks per group (it mapped three
+    per group over the groups: a fence task even when the run does not fence, the wait, the switch)."""
+    import yaml
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    groups = [f"app-{i:04d}" for i in range(1000)]
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump({
+        "name": "big", "source": {"alias": "src", "bootstrap_servers": "127.0.0.1:1"},
+        "target": {"alias": "tgt", "bootstrap_servers": "127.0.0.1:2"}, "topics": {"include": ["orders"]},
+        "cutover": {"groups": groups}}))
+    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(tmp_path))
+    bag = DagBag(dag_folder=str(ROOT / "dags" / "migrations.py"))
+    dag = bag.get_dag(migration_dag_id("big"))
+    stage = [task for task in dag.tasks if task.task_id.startswith("switch_groups.")]
+    mapped = [task for task in stage if isinstance(task, MappedOperator)]
+    pick = dag.get_task("switch_groups.groups").python_callable
+
+    for params, batches_at_most in (({"groups": None}, 40), ({"groups": None, "groups_per_task": 100}, 10),
+                                    ({"groups": groups[:10]}, 4), ({"groups": groups[:1]}, 1)):
+        batches = pick(params=params)  # what the stage's mapped tasks expand over
+        instances = len(stage) - len(mapped) + len(mapped) * len(batches)
+        assert instances <= 1 + batches_at_most, (params, [task.task_id for task in stage], len(batches))
+        assert [group for batch in batches for group in batch] == (params["groups"] or groups)

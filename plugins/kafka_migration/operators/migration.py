@@ -216,71 +216,10 @@ class StopReplicationOperator(MigrationOperator):
         return {"stopped": True, "killed": killed}
 
 
-class FenceGroupOperator(MigrationOperator):
-    """Fence one group on the source (DENY READ for every principal) before it is switched; skipped without
-    `fence`. Its consumers there can then neither join nor commit."""
-
-    stage = "switch_groups"
-    template_fields = ("plan_path", "group", "fence")
-
-    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.group, self.fence = group, fence
-
-    def run(self, context: Any) -> dict:
-        from mirror_engine.cutover import GroupSwitcher, SwitchError
-
-        if str(self.fence).lower() != "true":
-            raise AirflowSkipException(f"group {self.group}: not fenced (the run's fence is off)")
-        hook = self.hook()
-        try:
-            GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE).fence(self.group)
-        except SwitchError as error:
-            raise AirflowFailException(str(error)) from None
-        self.log.info("group %s fenced on the source", self.group)
-        return {"group": self.group, "fenced": True}
-
-
-def _seconds(value: float | str | None) -> float | None:
+def seconds_or_none(value: float | str | None) -> float | None:
     """A rendered template value in seconds; None (the plan's setting) for an empty or null one."""
     text = "" if value is None else str(value).strip()
     return None if text in ("", "None", "null") else float(text)
-
-
-class SwitchGroupOperator(MigrationOperator):
-    """Switch one consumer group to the target, verified, once its sensor saw it stopped and copied past;
-    emits the group's Asset event through the `SWITCHED_GROUPS` alias (give it as the task's outlet).
-
-    The switch polls the check its sensor deferred on, so it passes at once when nothing changed since; it waits
-    up to `wait_timeout_s` (the plan's cutover.wait_timeout_s when not given) when something did."""
-
-    stage = "switch_groups"
-    template_fields = ("plan_path", "group", "fence", "wait_timeout_s")
-    operator_extra_links = (SwitchReportLink(),)
-
-    def __init__(self, *, group: str, fence: bool | str = False, wait_timeout_s: float | str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.group = group
-        self.fence = fence
-        self.wait_timeout_s = wait_timeout_s
-
-    def run(self, context: Any) -> dict:
-        from mirror_engine.cutover import GroupSwitcher, SwitchError
-
-        hook = self.hook()
-        switcher = GroupSwitcher(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE)
-        try:
-            report = switcher.switch(self.group, fence=str(self.fence).lower() == "true",
-                                     timeout_s=_seconds(self.wait_timeout_s))
-        except SwitchError as error:
-            raise AirflowFailException(str(error)) from None
-        self.log.info("%s", report.render())
-        if not report.ok:
-            raise AirflowFailException(f"group {self.group} was switched but not verified: see the report")
-        context["outlet_events"][SWITCHED_GROUPS].add(group_asset(hook.plan.name, self.group),
-                                                      extra={"partitions": len(report.partitions)})
-        return json.loads(report.to_json())
 
 
 class SwitchProducersOperator(MigrationOperator):
@@ -304,8 +243,9 @@ class SwitchProducersOperator(MigrationOperator):
 
         hook = self.hook()
         try:
-            report = switch_producers(hook.plan, *hook.client_configs(), self.topic, idle_s=_seconds(self.idle_s),
-                                      timeout_s=_seconds(self.wait_timeout_s))
+            report = switch_producers(hook.plan, *hook.client_configs(), self.topic,
+                                      idle_s=seconds_or_none(self.idle_s),
+                                      timeout_s=seconds_or_none(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())

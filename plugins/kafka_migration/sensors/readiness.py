@@ -163,22 +163,6 @@ class CheckpointsCurrentSensor(ReadinessSensor):
     timeout_hint = "has the engine copied up to the groups' offsets?"
 
 
-class GroupReadySensor(ReadinessSensor):
-    """One group: no members on the source (and fenced there, with `fence`), none on the target, and copied
-    past its committed offsets."""
-
-    template_fields = ("plan_path", "wait_timeout_s", "group", "fence")
-    check, stage = "group_ready_to_switch", "switch_groups"
-    timeout_hint = "stop the group's consumers on the source, or run with fence"
-
-    def __init__(self, *, group: str, fence: bool | str = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.group, self.fence = group, fence
-
-    def arguments(self) -> dict[str, Any]:
-        return {"group": self.group, "fence": _true(self.fence)}
-
-
 class TopicReadySensor(ReadinessSensor):
     """One topic: idle on the source for `idle_s` and copied to its end."""
 

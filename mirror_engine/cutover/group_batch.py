@@ -1,0 +1,69 @@
+"""Switching a batch of consumer groups in one pass, with one set of clients: what a migration DAG maps over, a
+task per batch, so that a group costs its requests and its proof, not a task (and a process) of its own.
+
+Each group is still switched, read back, proven and reported on its own (`GroupSwitcher`); a batch only shares
+the flow's mapping, the stored reports and the clients between its groups. A pass switches every group that can
+switch now and says what the others wait for (`GroupsReadyToSwitch` waits for the next of them); run again, a
+pass repeats nothing for a group already switched (`switched`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mirror_engine.cutover.group_switch import GroupSwitcher, GroupSwitchReport
+from mirror_engine.cutover.readiness_base import Readiness
+from mirror_engine.cutover.waiting import SwitchError
+from mirror_engine.kafka import FENCE_OPTION
+from mirror_engine.observe import FlowWatch, ReportStore
+from mirror_engine.plan import MigrationPlan
+
+
+@dataclass
+class BatchPass:
+    """What one pass over a batch did, per group."""
+
+    switched: list[GroupSwitchReport] = field(default_factory=list)  # now, or before (`repeated`)
+    waiting: dict[str, str] = field(default_factory=dict)  # group -> what it still waits for
+    refused: dict[str, str] = field(default_factory=dict)  # group -> why it cannot switch (nothing committed)
+
+
+class GroupBatch:
+    """Switches the groups of a batch with one flow watch and one report store; close it (or use `with`)."""
+
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 fence_option: str = FENCE_OPTION) -> None:
+        self.watch = FlowWatch(plan, source_config, target_config)
+        self.reports = ReportStore(plan, target_config)
+        self.switcher = GroupSwitcher(plan, source_config, target_config, fence_option, watch=self.watch,
+                                      reports=self.reports)
+
+    def __enter__(self) -> GroupBatch:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def switch_ready(self, groups: list[str], *, fence: bool = False,
+                     on_switched: Callable[[GroupSwitchReport], None] | None = None) -> BatchPass:
+        """One pass: each of `groups` (fenced first, with `fence`) switched if it can be now, else left waiting or
+        refused; `on_switched` hears of each report as soon as it is stored."""
+        outcome = BatchPass()
+        for group in groups:
+            try:
+                answer = self.switcher.switch_if_ready(group, fence=fence)
+            except SwitchError as error:
+                outcome.refused[group] = str(error)
+                continue
+            if isinstance(answer, Readiness):
+                outcome.waiting[group] = answer.progress
+                continue
+            outcome.switched.append(answer)
+            if on_switched is not None:
+                on_switched(answer)
+        return outcome
+
+    def close(self) -> None:
+        self.reports.close()
+        self.watch.close()
