@@ -196,25 +196,30 @@ def export_checkout(revision: str, folder: Path) -> Path:
 
 def scheduler_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, counts: list[int],
                    baseline: str | None, baseline_counts: list[int]) -> None:
-    """The switch_groups stage under the real scheduler (LocalExecutor), this checkout and `baseline` (a git
-    revision) on the same clusters and engine, each group its own (stopped on the source, switched once)."""
+    """The switch_groups stage under the real scheduler (LocalExecutor), this checkout's HEAD and `baseline` (a git
+    revision), each exported, on the same clusters and engine, each group its own (stopped on the source,
+    switched once)."""
     from switch_scheduler import SchedulerRunner
 
     data, plans, names = _switch_shape(source, target, workdir, counts + baseline_counts)
     plan = plan_from_dict(data)
     partitions = len(names) * PARTITIONS
-    checkouts = ([("before", export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else []) \
-        + [("after", ROOT, counts)]
+    # This checkout as committed (HEAD), so that edits meanwhile do not mix into the figures.
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    checkouts = ([(baseline, export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else []) \
+        + [(head, export_checkout(head, workdir / "after"), counts)]
     rows = []
     engine = EngineProcess("run", plans / "switchscale.yaml", workdir / "switch-run.log")
     try:
         _wait_copied(plan, target, partitions, engine)
         for label, checkout, sizes in checkouts:
             runner = SchedulerRunner(checkout, workdir / f"airflow-{label}", plans, {})
+            label = "before" if label == baseline else f"after ({label})"
             try:
                 runner.start("kafka_migration__switchscale")
                 for n in sizes:
-                    groups = _stopped_groups(source, f"{label}{n}", names, n)
+                    groups = _stopped_groups(source, f"{label.split()[0]}{n}", names, n)
                     load = _load()
                     run = runner.switch("kafka_migration__switchscale", plan, target.client_config(), groups)
                     log.info("%s, %d groups: %s (%s)", label, n, run, load)
