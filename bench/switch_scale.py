@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
@@ -34,6 +35,7 @@ from harness import EngineProcess, cluster_section, print_table, stop_clusters
 from scale import Shape, commit_groups, create_topics, dag_parse_seconds, produce_records
 
 from kafka_local.cluster import KafkaCluster, start_pair
+from mirror_engine.kafka import wait_until_served
 from mirror_engine.observe import is_live, read_worker_statuses
 from mirror_engine.plan import plan_from_dict
 
@@ -150,7 +152,28 @@ def _switch_shape(source: KafkaCluster, target: KafkaCluster, workdir: Path, cou
     data = {"name": "switchscale", "source": cluster_section("src", source), "target": cluster_section("tgt", target),
             "topics": {"include": [r"w\..*"]}, "cutover": {"wait_timeout_s": 600}}
     (plans / "switchscale.yaml").write_text(yaml.safe_dump(data))
+    prepared = subprocess.run([*ENGINE, "prepare", "--plan", str(plans / "switchscale.yaml")], capture_output=True,
+                              text=True, timeout=600, cwd=ROOT)
+    assert prepared.returncode == 0, prepared.stdout[-2000:] + prepared.stderr[-2000:]
+    wait_until_served(AdminClient(target.client_config()), names, timeout_s=120)
     return data, plans, names
+
+
+def _copying_engine(plan: Any, plan_file: Path, target: KafkaCluster, partitions: int, log_file: Path
+                    ) -> EngineProcess:
+    """A `mirror-engine run` that copied every partition; started again (up to twice) when a loaded machine makes
+    its start-up fail (a broker still electing leaders answers "not leader")."""
+    for attempt in range(3):
+        engine = EngineProcess("run", plan_file, log_file.with_suffix(f".{attempt}.log"))
+        try:
+            _wait_copied(plan, target, partitions, engine)
+            return engine
+        except RuntimeError as error:
+            engine.stop()
+            if attempt == 2:
+                raise
+            log.warning("the engine did not start, once more: %s", str(error)[-300:])
+    raise AssertionError("unreachable")
 
 
 def _stopped_groups(source: KafkaCluster, prefix: str, names: list[str], n: int) -> list[str]:
@@ -165,9 +188,8 @@ def switch_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, count
     plan = plan_from_dict(data)
     partitions = len(names) * PARTITIONS
     rows = []
-    engine = EngineProcess("run", plans / "switchscale.yaml", workdir / "switch-run.log")
+    engine = _copying_engine(plan, plans / "switchscale.yaml", target, partitions, workdir / "switch-run.log")
     try:
-        _wait_copied(plan, target, partitions, engine)
         for n in counts:
             groups = _stopped_groups(source, f"sw{n}", names, n)
             seconds, figures = _dag_run("kafka_migration__switchscale", groups)
@@ -210,9 +232,8 @@ def scheduler_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, co
     checkouts = ([(baseline, export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else []) \
         + [(head, export_checkout(head, workdir / "after"), counts)]
     rows = []
-    engine = EngineProcess("run", plans / "switchscale.yaml", workdir / "switch-run.log")
+    engine = _copying_engine(plan, plans / "switchscale.yaml", target, partitions, workdir / "switch-run.log")
     try:
-        _wait_copied(plan, target, partitions, engine)
         for label, checkout, sizes in checkouts:
             runner = SchedulerRunner(checkout, workdir / f"airflow-{label}", plans, {})
             label = "before" if label == baseline else f"after ({label})"
