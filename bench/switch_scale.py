@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
@@ -95,7 +96,11 @@ def _wait_copied(plan: Any, target: KafkaCluster, partitions: int, engine: Engin
     deadline = time.monotonic() + 600
     while True:
         engine.check_alive()
-        live = [s for s in read_worker_statuses(plan, target.client_config(), window_s=60) if is_live(s)]
+        try:
+            live = [s for s in read_worker_statuses(plan, target.client_config(), window_s=60) if is_live(s)]
+        except KafkaException as error:  # a loaded broker answers late: ask again
+            log.warning("status not read: %s", error)
+            live = []
         if live and sum(s.get("partition_count") or len(s["partitions"]) for s in live) == partitions \
                 and sum(s["lag"] for s in live) == 0:
             return
@@ -229,8 +234,9 @@ def scheduler_part(source: KafkaCluster, target: KafkaCluster, workdir: Path, co
     # This checkout as committed (HEAD), so that edits meanwhile do not mix into the figures.
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    checkouts = ([(baseline, export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else []) \
-        + [(head, export_checkout(head, workdir / "after"), counts)]
+    # This checkout first: on a loaded machine its figures come even if the baseline's larger runs do not end.
+    checkouts = [(head, export_checkout(head, workdir / "after"), counts)] \
+        + ([(baseline, export_checkout(baseline, workdir / "before"), baseline_counts)] if baseline else [])
     rows = []
     engine = _copying_engine(plan, plans / "switchscale.yaml", target, partitions, workdir / "switch-run.log")
     try:
