@@ -8,10 +8,15 @@ Three parts, each comparing a small and a large count in the same run (`--part` 
   half-way on 1 to 3 topics each (as `bench/scale.py` has them); the migration DAG run with `dag.test()` (every
   task in this process, the switch_groups stage only: each group fenced or not, waited for, switched and
   proven) for 10 and then 100 groups; the cost of one more group is the difference over 90;
+- `scheduler`: the same stage under the real Airflow (api-server, scheduler, dag-processor, triggerer, LocalExecutor
+  with 4 slots; `switch_scheduler.py`) for this checkout's HEAD and, with `--baseline REV`, an earlier revision,
+  both exported with `git archive` and run on the same clusters and engine (each run its own stopped groups);
 - `one`: `mirror-engine switch-group` of one group when the source holds 10 groups, and again after 1,000 more.
 
-    .venv/bin/python bench/switch_scale.py                     # every part
+    .venv/bin/python bench/switch_scale.py                     # parse, one, switch
     .venv/bin/python bench/switch_scale.py --part switch --groups 10 --groups 100
+    .venv/bin/python bench/switch_scale.py --part scheduler --groups 10 --groups 100 --groups 1000 \
+        --baseline 0a2987b --baseline-groups 10 --baseline-groups 100
 """
 
 from __future__ import annotations
