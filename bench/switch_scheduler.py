@@ -62,8 +62,12 @@ class SchedulerRunner:
         state = self.services.wait_for_run(dag_id, run_id, timeout_s)
         run_s = time.monotonic() - started
         tis = [ti for ti in self._task_instances(dag_id, run_id) if ti["task_id"].startswith("switch_groups.")]
-        assert state == "success", [(ti["task_id"], ti["map_index"], ti["state"]) for ti in tis
-                                    if ti["state"] != "success"][:20]
+        if state != "success":
+            failed = [ti for ti in tis if ti["state"] != "success"]
+            logs = [self.services.task_log(dag_id, run_id, ti["task_id"], ti["map_index"], max(1, ti["try_number"]))
+                    [-6000:] for ti in failed[:2]]
+            raise AssertionError(f"{[(ti['task_id'], ti['map_index'], ti['state']) for ti in failed][:20]}\n"
+                                 + "\n".join(logs))
         starts = [_time(ti["start_date"]) for ti in tis if ti.get("start_date")]
         ends = [_time(ti["end_date"]) for ti in tis if ti.get("end_date")]
         store = ReportStore(plan, target_config)

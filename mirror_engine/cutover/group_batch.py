@@ -9,8 +9,11 @@ pass repeats nothing for a group already switched (`switched`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaException
 
 from mirror_engine.cutover.group_switch import GroupSwitcher, GroupSwitchReport
 from mirror_engine.cutover.readiness_base import Readiness
@@ -18,6 +21,8 @@ from mirror_engine.cutover.waiting import SwitchError
 from mirror_engine.kafka import FENCE_OPTION
 from mirror_engine.observe import FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,6 +60,12 @@ class GroupBatch:
                 answer = self.switcher.switch_if_ready(group, fence=fence)
             except SwitchError as error:
                 outcome.refused[group] = str(error)
+                continue
+            except (KafkaException, TimeoutError) as error:
+                # A cluster that answered late: the group is looked at again with the others still waiting (a
+                # switch cut short repeats at most the same commit, `switched`), not left to fail the batch.
+                log.warning("group %s: %s; it is looked at again", group, error)
+                outcome.waiting[group] = f"group {group}: looked at again after an error: {error}"
                 continue
             if isinstance(answer, Readiness):
                 outcome.waiting[group] = answer.progress
