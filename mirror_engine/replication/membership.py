@@ -33,6 +33,8 @@ class Membership:
     mode = ""
     # Another member of the flow may be preparing the target at the same moment: look again on a conflict.
     prepares_beside_others = False
+    # Others store the progress of partitions this member may be given: follow the progress topic as it grows.
+    follows_progress = False
 
     def __init__(self, plan: MigrationPlan, worker_id: str, clients: EngineClients, assigner: PartitionAssigner,
                  delivery: DeliveryMode, states: dict[TopicPartitionKey, PartitionState], faults: Faults) -> None:
@@ -135,6 +137,7 @@ class SingleProcess(Membership):
 class WorkerGroup(Membership):
     mode = "worker"
     prepares_beside_others = True
+    follows_progress = True
 
     @staticmethod
     def transaction_member(worker_id: str) -> str:
