@@ -152,7 +152,9 @@ class WorkerGroup(Membership):
         return {
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": int(engine.session_timeout_s * 1000),
-            "heartbeat.interval.ms": int(engine.session_timeout_s * 1000 / 4),
+            # A rebalance reaches every member with its next heartbeat, and a cooperative one takes two rounds
+            # (the revocation, then the assignment): at most a second apart, whatever the session.
+            "heartbeat.interval.ms": int(min(1000.0, engine.session_timeout_s * 1000 / 4)),
             # Partitions added on the source reach the group's assignment this soon.
             "topic.metadata.refresh.interval.ms": int(engine.refresh_interval_s * 1000),
         }
