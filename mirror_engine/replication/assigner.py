@@ -150,10 +150,11 @@ class PartitionAssigner:
         topics = sorted({topic for topic, _ in new})
         self.describe_targets(topics)
         ids = _topic_ids(source_admin, topics)
-        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest())
-        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest())
-        # Longer than the default wait: the target may still be electing the leaders of topics it just created
+        # Longer than the default wait: either cluster may still be electing the leaders of topics just created
         # (thousands of partitions on a busy broker take more than the default 15 s).
+        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest(),
+                                timeout_s=60)
+        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest(), timeout_s=60)
         target_ends = list_offsets(
             target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest(), timeout_s=60
         )
