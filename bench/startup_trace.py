@@ -38,7 +38,7 @@ STEPS = [
     ("mirror_engine.replication.clients", "topic_limits", "  internal topics' limits"),
     ("mirror_engine.replication.clients", "EngineClients.connect", "engine clients built"),
     ("mirror_engine.flow.control", "ControlChannel.load", "control topic loaded"),
-    ("mirror_engine.replication.engine", "load_progress", "progress loaded"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner.load_progress", "progress loaded"),
     ("mirror_engine.prepare.reading", "describe_plan_clusters", "  describe both clusters (preparation)"),
     ("mirror_engine.prepare.reading", "read_source_state", "  source state read"),
     ("mirror_engine.prepare.reading", "read_target_state", "  target state read"),

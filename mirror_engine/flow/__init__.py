@@ -10,7 +10,13 @@ from mirror_engine.flow.internal_topics import (
 )
 from mirror_engine.flow.mapping import FlowMapping
 from mirror_engine.flow.offset_map import OffsetMap, PartitionOffsetMap
-from mirror_engine.flow.progress import PartitionProgress, load_progress, managed_target_topics, progress_key
+from mirror_engine.flow.progress import (
+    PartitionProgress,
+    ProgressFollower,
+    load_progress,
+    managed_target_topics,
+    progress_key,
+)
 
 __all__ = [
     "FLOW_ACTIONS",
@@ -21,6 +27,7 @@ __all__ = [
     "OffsetMap",
     "PartitionOffsetMap",
     "PartitionProgress",
+    "ProgressFollower",
     "checkpoint_lease_group",
     "engine_group_id",
     "ensure_internal_topics",

@@ -12,13 +12,23 @@ with three more fields the exact switchover needs:
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
-from confluent_kafka import Message
+from confluent_kafka import OFFSET_BEGINNING, Consumer, IsolationLevel, KafkaError, Message, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 from pydantic import BaseModel, TypeAdapter
 
 from mirror_engine.flow.internal_topics import InternalTopics
-from mirror_engine.kafka import MalformedRecord, decoded, read_to_end
+from mirror_engine.kafka import (
+    MalformedRecord,
+    admin_client,
+    assign_known,
+    consume_available,
+    decoded,
+    list_offsets,
+    read_to_end,
+)
 from mirror_engine.plan import MigrationPlan
 
 PROGRESS_NAME = "mirror-engine"
@@ -101,3 +111,97 @@ def managed_target_topics(plan: MigrationPlan, target_config: dict[str, str]) ->
     topic = InternalTopics.for_plan(plan).progress
     policy = plan.policy()
     return frozenset(policy.format_remote_topic(plan.source.alias, t) for t, _ in load_progress(target_config, topic))
+
+
+class ProgressFollower:
+    """The flow's stored progress kept in memory, read with one consumer kept open: the first `catch_up()` reads the
+    progress topic from its start, each later one, and `poll()`, only what was written since.
+
+    What a worker needs when the group gives it partitions is then a read of the last moments, whatever the flow's
+    age and however many partitions it stores: the callback of the group's rebalance stays short (a read from the
+    topic's start there grew with the run and outlasted the group's session). Records are kept as read and decoded
+    only when asked for (`progress_of`): the workers write their partitions' progress every interval, and decoding
+    them all as they come would cost the copy far more than keeping the latest of each partition."""
+
+    def __init__(self, config: dict[str, str], topic: str, group_id: str = "mirror-engine-progress") -> None:
+        self.config, self.topic, self.group_id = config, topic, group_id
+        self._admin = admin_client(config)
+        self._consumer: Consumer | None = None
+        self._next = 0  # the next offset of partition 0 to read
+        self._keys: dict[bytes, tuple[str, int]] = {}  # a record key -> its partition (each key decoded once)
+        self._latest: dict[tuple[str, int], Message] = {}  # the last record read of each partition, not decoded
+        self._valid: dict[tuple[str, int], PartitionProgress] = {}  # the last progress decoded of each partition
+        self.records_read = 0
+
+    def catch_up(self, settle_s: float = 2.0, timeout_s: float = 60.0) -> None:
+        """Read what was written up to now. Records of a transaction still open (a worker committing its progress
+        this moment) are waited for up to `settle_s`, then what is committed is enough: a transaction left open by
+        a killed worker holds the topic's stable end back until the target aborts it."""
+        deadline = time.monotonic() + timeout_s
+        if self._consumer is None:
+            if self.topic not in self._admin.list_topics(timeout=15).topics:  # all topics: never auto-creates
+                return
+            self._consumer = Consumer({**self.config, "group.id": self.group_id, "enable.auto.commit": False,
+                                       "isolation.level": "read_committed", "enable.partition.eof": True,
+                                       # Kept open for the engine's life: a fetch at the end waits for new records
+                                       # this long instead of asking again every 10 ms, and what it fetched ahead
+                                       # of the reads stays small.
+                                       "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 4096})
+            # Reopened after `close()`: on from where it stopped.
+            assign_known(self._consumer, [TopicPartition(self.topic, 0, self._next or OFFSET_BEGINNING)])
+        partition = [TopicPartition(self.topic, 0)]
+        end = list_offsets(self._admin, partition, OffsetSpec.latest())[(self.topic, 0)]
+        self._read_until(end, min(deadline, time.monotonic() + settle_s))
+        if self._next < end:
+            stable = list_offsets(self._admin, partition, OffsetSpec.latest(),
+                                  isolation_level=IsolationLevel.READ_COMMITTED)[(self.topic, 0)]
+            self._read_until(stable, deadline)
+            if self._next < stable:
+                raise TimeoutError(f"reading {self.topic} stopped short of its end after {timeout_s:.0f} s")
+
+    def poll(self, max_records: int = 10_000) -> None:
+        """Take what has arrived, without waiting (between the copy's batches)."""
+        if self._consumer is not None:
+            self._apply(self._consumer.consume(max_records, timeout=0))
+
+    def _read_until(self, end: int, deadline: float) -> None:
+        assert self._consumer is not None
+        while self._next < end and time.monotonic() < deadline:
+            self._apply(consume_available(self._consumer, 0.2))
+
+    def _apply(self, messages: list[Message]) -> None:
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"reading {self.topic} on the target: {error.str()}")
+                self._next = max(self._next, message.offset())  # past transaction markers and aborted records
+                continue
+            self._next = message.offset() + 1
+            self.records_read += 1
+            raw = message.key() or b""
+            key = self._keys.get(raw)
+            if key is None:
+                found = decoded([message], _decode)  # a malformed record is skipped (and said once)
+                if not found:
+                    continue
+                key = found[0][1][0]
+                if len(self._keys) < 1_000_000:
+                    self._keys[raw] = key
+            self._latest[key] = message
+
+    def progress_of(self, keys: list[tuple[str, int]] | None = None) -> dict[tuple[str, int], PartitionProgress]:
+        """The latest progress of these partitions (all by default) among those read; a partition reset (a
+        tombstone) or never stored is left out. A malformed latest record is skipped: the one before it stands."""
+        wanted = list(self._latest) if keys is None else [key for key in keys if key in self._latest]
+        for _message, (key, progress) in decoded([self._latest.pop(key) for key in wanted], _decode):
+            if progress is None:
+                self._valid.pop(key, None)
+            else:
+                self._valid[key] = progress
+        return {key: self._valid[key] for key in (self._valid if keys is None else keys) if key in self._valid}
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

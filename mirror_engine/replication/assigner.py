@@ -15,7 +15,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_engine.flow import ControlChannel, PartitionProgress, load_progress
+from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower
 from mirror_engine.kafka import describe_topic_configs, list_offsets, metadata_of
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
@@ -55,10 +55,17 @@ class PartitionAssigner:
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
+        # The progress topic, followed from the engine's start: a rebalance reads only what was stored since.
+        self.progress = ProgressFollower(clients.target_config, side.topics.progress)
 
-    def restore(self, stored: dict[TopicPartitionKey, PartitionProgress]) -> None:
-        """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor)."""
-        self.stored = stored
+    def load_progress(self, follow: bool) -> None:
+        """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor).
+        `follow`: keep reading what is stored (a worker, whose rebalances need the others' progress); else the
+        reader closes until a later `reload_progress` (it would hold what it fetched meanwhile)."""
+        self.progress.catch_up()
+        self.stored = self.progress.progress_of()
+        if not follow:
+            self.progress.close()
 
     def follow(self, source_topics: list[str], *, initial: bool = False) -> None:
         """Copy these source topics (those the target is ready for); `initial`: as the engine starts, when the
@@ -84,8 +91,9 @@ class PartitionAssigner:
 
     def reload_progress(self, keys: list[TopicPartitionKey] | None = None, topics: set[str] | None = None) -> None:
         """Read the stored progress of these partitions (or of these topics) again: another worker, or the
-        backfill, may have moved it."""
-        latest = load_progress(self.clients.target_config, self.side.topics.progress)
+        backfill, may have moved it. Only what was stored since the last read is read (`ProgressFollower`)."""
+        self.progress.catch_up()
+        latest = self.progress.progress_of(keys)
         for key in keys if keys is not None else [key for key in latest if key[0] in (topics or ())]:
             if key in latest:
                 self.stored[key] = latest[key]
@@ -142,10 +150,11 @@ class PartitionAssigner:
         topics = sorted({topic for topic, _ in new})
         self.describe_targets(topics)
         ids = _topic_ids(source_admin, topics)
-        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest())
-        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest())
-        # Longer than the default wait: the target may still be electing the leaders of topics it just created
+        # Longer than the default wait: either cluster may still be electing the leaders of topics just created
         # (thousands of partitions on a busy broker take more than the default 15 s).
+        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest(),
+                                timeout_s=60)
+        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest(), timeout_s=60)
         target_ends = list_offsets(
             target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest(), timeout_s=60
         )

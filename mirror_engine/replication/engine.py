@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id, load_progress
+from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id
 from mirror_engine.kafka import ClusterInfo, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
@@ -173,9 +173,9 @@ class Replicator:
         log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
         self.delivery.start()
         with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
-            stored = reader.submit(load_progress, self.target_config, self.topics.progress)
+            stored = reader.submit(self.assigner.load_progress, self.membership.follows_progress)
             self.control.load()
-            self.assigner.restore(stored.result())
+            stored.result()
         self._set_flow_state(self.control.flow_state)
         self.assigner.follow(self.upkeep.prepare(self.assigner.managed_topics(), initial=True,
                                                  clusters=self.clusters) or [], initial=True)
@@ -203,9 +203,11 @@ class Replicator:
             PeriodicTask("control", 1.0, self._follow_control, 1.0),
             PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
             PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
+            # What the other workers store, taken as it comes: a rebalance then reads only the last moments.
+            PeriodicTask("progress-follow", 1.0, self.assigner.progress.poll, 1.0),
         ]
-        scheduler = Scheduler([task for task in tasks if task.name != "heartbeat" or engine.emit_heartbeats],
-                              name="engine")
+        skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress}
+        scheduler = Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
         consume, copy = self.clients.consumer.consume, self.copier.copy
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage
         # collector would scan over and over (15% of the copy's time when profiled): scan far less often,
@@ -228,6 +230,7 @@ class Replicator:
             gc.unfreeze()
             self._shutdown()
             self.control.close()
+            self.assigner.progress.close()
         if self.faults.fatal:
             raise EngineError(self.faults.fatal)
         return self.summary(time.monotonic() - started)

@@ -33,6 +33,8 @@ class Membership:
     mode = ""
     # Another member of the flow may be preparing the target at the same moment: look again on a conflict.
     prepares_beside_others = False
+    # Others store the progress of partitions this member may be given: follow the progress topic as it grows.
+    follows_progress = False
 
     def __init__(self, plan: MigrationPlan, worker_id: str, clients: EngineClients, assigner: PartitionAssigner,
                  delivery: DeliveryMode, states: dict[TopicPartitionKey, PartitionState], faults: Faults) -> None:
@@ -135,6 +137,7 @@ class SingleProcess(Membership):
 class WorkerGroup(Membership):
     mode = "worker"
     prepares_beside_others = True
+    follows_progress = True
 
     @staticmethod
     def transaction_member(worker_id: str) -> str:
@@ -149,7 +152,9 @@ class WorkerGroup(Membership):
         return {
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": int(engine.session_timeout_s * 1000),
-            "heartbeat.interval.ms": int(engine.session_timeout_s * 1000 / 4),
+            # A rebalance reaches every member with its next heartbeat, and a cooperative one takes two rounds
+            # (the revocation, then the assignment): at most a second apart, whatever the session.
+            "heartbeat.interval.ms": int(min(1000.0, engine.session_timeout_s * 1000 / 4)),
             # Partitions added on the source reach the group's assignment this soon.
             "topic.metadata.refresh.interval.ms": int(engine.refresh_interval_s * 1000),
         }

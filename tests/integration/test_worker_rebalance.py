@@ -12,6 +12,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_local.cluster import KafkaCluster
+from mirror_engine.flow import InternalTopics, ensure_internal_topics, progress_key
+from mirror_engine.flow import progress as stored_progress
 from mirror_engine.replication import Replicator
 from mirror_engine.replication.membership import WorkerGroup
 from mirror_engine.replication.target_upkeep import TargetUpkeep
@@ -100,17 +102,25 @@ def test_a_worker_offered_a_partition_the_target_lacks_copies_it_once_the_target
 
 
 class RebalanceWork:
-    """What the workers' group callbacks do while they run, per plan: the admin requests they send and the lines
-    they log (each plan's workers run in threads of their own, side by side with other plans')."""
+    """What the workers' group callbacks do while they run, per plan: the admin requests they send, the lines they
+    log and the stored progress records they decode (each plan's workers run in threads of their own, side by side
+    with other plans')."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.counts: dict[str, list[int]] = {}  # plan -> [requests, lines, characters]
+        self.counts: dict[str, list[int]] = {}  # plan -> [requests, lines, characters, progress records decoded]
         self._inside = threading.local()  # .plan: the plan whose callback runs in this thread
         for name in ("_on_assign", "_on_revoke", "_on_lost"):
             monkeypatch.setattr(WorkerGroup, name, self._counted_callback(getattr(WorkerGroup, name)))
         for name in ("list_offsets", "list_topics", "describe_configs", "describe_topics", "create_partitions",
                      "create_topics", "describe_consumer_groups", "list_consumer_group_offsets"):
             monkeypatch.setattr(AdminClient, name, self._counted_request(getattr(AdminClient, name)))
+        decoded = stored_progress.decoded
+
+        def counted_decoded(messages, decode):
+            messages = list(messages)
+            self._add(3, len(messages))
+            return decoded(messages, decode)
+        monkeypatch.setattr(stored_progress, "decoded", counted_decoded)
         handler = logging.Handler(logging.INFO)
         handler.emit = self._count_line  # type: ignore[method-assign]
         engine_log = logging.getLogger("mirror_engine")
@@ -132,7 +142,7 @@ class RebalanceWork:
         plan = getattr(self._inside, "plan", None)
         if plan is not None:
             with self._lock:
-                self.counts.setdefault(plan, [0, 0, 0])[index] += amount
+                self.counts.setdefault(plan, [0, 0, 0, 0])[index] += amount
 
     def _counted_request(self, request):
         def counted(admin, *args, **kwargs):
@@ -144,20 +154,21 @@ class RebalanceWork:
         self._add(1, 1)
         self._add(2, len(record.getMessage()))
 
-    def take(self, plan: str) -> tuple[int, int, int]:
-        """(requests, lines, characters) of this plan's callbacks since the last call."""
+    def take(self, plan: str) -> tuple[int, int, int, int]:
+        """(requests, lines, characters, progress records decoded) of this plan's callbacks since the last call."""
         with self._lock:
-            requests, lines, characters = self.counts.pop(plan, [0, 0, 0])
-        return requests, lines, characters
+            requests, lines, characters, decoded = self.counts.pop(plan, [0, 0, 0, 0])
+        return requests, lines, characters, decoded
 
     def close(self) -> None:
         logging.getLogger("mirror_engine").removeHandler(self._handler)
 
 
 def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, topics: int, partitions: int,
-                    work: RebalanceWork) -> dict[str, tuple[int, int, int]]:
+                    work: RebalanceWork, history: int = 0) -> dict[str, tuple[int, int, int, int]]:
     """w1 copies alone; w2 joins; w1 leaves; records keep coming all along. What the callbacks did at the join and
-    at the leave; then every source record is on the target once, partition by partition."""
+    at the leave; then every source record is on the target once, partition by partition. `history`: records the
+    flow's progress topic holds before the workers start (as a flow's age leaves there)."""
     names = [f"{prefix}.t{i:03d}" for i in range(topics)]
     create_topics(source, [NewTopic(name, partitions, 1) for name in names], timeout_s=60)
     producer = Producer({**source.client_config(), "linger.ms": 5, "enable.idempotence": True})
@@ -173,6 +184,8 @@ def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, top
     plan = make_plan(source, target, prefix + ".", name=prefix[-40:].strip("-_"),
                      engine={"session_timeout_s": 6, "refresh_interval_s": 600, "status_interval_s": 1})
     everything = {(name, p) for name in names for p in range(partitions)}
+    if history:
+        _store_history(target, plan, history)
     workers = {w: Replicator(plan, source.client_config(), target.client_config(), worker_id=w) for w in ("w1", "w2")}
     errors: dict[str, BaseException] = {}
 
@@ -238,7 +251,7 @@ def test_a_join_and_a_leave_cost_the_same_requests_and_log_lines_at_a_larger_sha
     finally:
         work.close()
     for step in ("join", "leave"):
-        (requests, lines, characters), (small_requests, small_lines, small_characters) = large[step], small[step]
+        (requests, lines, characters, _), (small_requests, small_lines, small_characters, _) = large[step], small[step]
         print(f"{step}: at 240 partitions {large[step]}, at 4 {small[step]} (requests, log lines, characters)")
         assert requests <= small_requests + 2, f"{step}: {requests} requests at 240 partitions, " \
                                                f"{small_requests} at 4"
@@ -248,3 +261,43 @@ def test_a_join_and_a_leave_cost_the_same_requests_and_log_lines_at_a_larger_sha
         assert characters / max(lines, 1) <= 8 * small_characters / max(small_lines, 1), \
             f"{step}: {characters} characters in {lines} lines at 240 partitions, {small_characters} in " \
             f"{small_lines} at 4"
+
+
+def _store_history(target: KafkaCluster, plan, records: int) -> None:
+    """`records` progress records in the flow's progress topic, none of them about the plan's partitions (resets of
+    partitions of a topic the plan does not copy): the history a flow's age leaves, read or not read."""
+    topic = InternalTopics.for_plan(plan).progress
+    ensure_internal_topics(AdminClient(target.client_config()), InternalTopics.for_plan(plan))
+    producer = Producer({**target.client_config(), "linger.ms": 20})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, None, progress_key(plan.source.alias, "gone", i % 500), 0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
+def test_a_join_and_a_leave_read_no_more_of_the_stored_progress_after_a_long_history(
+        kafka_pair, unique_name, monkeypatch):
+    """The group's callbacks do not grow with the flow's age: two flows side by side, alike but for 10,000 records
+    of history in one's progress topic, decode as many stored progress records in their callbacks at a join and
+    at a leave (the workers follow the progress topic: a callback reads only what was stored since), and the
+    target holds every record once. Reading the topic from its start there outlasted the group's session at
+    2,000 partitions a few minutes into a run."""
+    source, target = kafka_pair
+    work = RebalanceWork(monkeypatch)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            fresh_run = pool.submit(_join_and_leave, source, target, f"{unique_name}-fresh", 3, 2, work)
+            aged_run = pool.submit(_join_and_leave, source, target, f"{unique_name}-aged", 3, 2, work, 10_000)
+            fresh, aged = fresh_run.result(), aged_run.result()
+    finally:
+        work.close()
+    for step in ("join", "leave"):
+        decoded, fresh_decoded = aged[step][3], fresh[step][3]
+        print(f"{step}: {decoded} stored progress records decoded in the callbacks after a history of 10,000, "
+              f"{fresh_decoded} with none")
+        assert decoded <= fresh_decoded + 20, f"{step}: {decoded} progress records decoded in the callbacks after " \
+                                              f"a history of 10,000 records, {fresh_decoded} without"
