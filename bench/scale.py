@@ -179,9 +179,14 @@ def commit_groups(cluster: KafkaCluster, prefix: str, names: list[str], shape: S
             time.sleep(0.5)
 
 
-def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
+def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int | None:
+    """Records in these topics, or None when the brokers did not say within a minute (asked again later)."""
     tps = [TopicPartition(n, p) for n in names for p in range(partitions)]
-    return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
+    try:
+        return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
+    except KafkaException as error:
+        log.warning("the target's ends unavailable (asked again): %s", error)
+        return None
 
 
 def timed(command: list[str], log_file: Path, env: dict[str, str] | None = None) -> float | None:
@@ -282,6 +287,9 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log", code.env())
     if figures.seconds["prepare"] is None:
         create_after_failed_prepare(target, names, shape.partitions)
+    # `prepare` waits 15 s for the new partitions' leaders: brokers of tens of thousands of partitions on a busy
+    # machine may need longer, and the copy is measured from a target that serves them all.
+    wait_until_served(AdminClient(target.client_config()), names, timeout_s=300)
 
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())
@@ -301,7 +309,7 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
             now = time.monotonic() - started
             if first is None and copied:
                 first = now
-            if copied >= total:
+            if copied is not None and copied >= total:
                 caught_up = now
             time.sleep(0.1)
         figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
@@ -411,6 +419,8 @@ def main() -> None:
                         help="also the workers step at each shape: two workers, one joining, one leaving "
                              "(bench/scale_workers.py)")
     parser.add_argument("--workers-only", action="store_true", help="only the workers step at each shape")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="work in DIR and keep it (the clusters' data, the plans, every command's log)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
@@ -419,7 +429,8 @@ def main() -> None:
     columns, results = [], []
     mm2: dict[Shape, Mm2Figures] = {}
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
-        workdir = Path(tmp)
+        workdir = Path(tmp) if args.keep is None else args.keep.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
         os.environ["KAFKA_LOCAL_BROKER_HEAP"] = args.broker_heap
         source, target = start_pair(workdir / "clusters", brokers=args.brokers)
         try:
