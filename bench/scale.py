@@ -294,17 +294,32 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())
     engine_log = workdir / f"{prefix}-run.log"
-    launched_ms = int(time.time() * 1000)
     # Traced: each start-up step stamped (bench/startup_trace.py); its lines are left out of the log's rate.
     command = ([sys.executable, str(ROOT / "bench" / "startup_trace.py")] if trace else ENGINE)
-    env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
-    with engine_log.open("w") as out:
-        engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out, stderr=subprocess.STDOUT,
-                                  env=env, cwd=workdir)
-    started = time.monotonic()
+
+    def launch() -> tuple[subprocess.Popen, int, float]:
+        launched_ms = int(time.time() * 1000)
+        env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
+        with engine_log.open("a") as out:
+            engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out,
+                                      stderr=subprocess.STDOUT, env=env, cwd=workdir)
+        return engine, launched_ms, time.monotonic()
+
+    engine_log.write_text("")
+    engine, launched_ms, started = launch()
+    launches = 1
     try:
         first = caught_up = None
-        while caught_up is None and engine.poll() is None and time.monotonic() - started < 1800:
+        while caught_up is None and time.monotonic() - started < 1800:
+            if engine.poll() is not None:
+                # A start-up that failed on brokers still busy with the partitions `prepare` just created (a
+                # cluster not answering within 10 s, a leader not elected yet) is launched again, twice at most.
+                if first is not None or launches >= 3:
+                    break
+                log.warning("the engine exited with %d before its first record (its log: %s): launching it again",
+                            engine.returncode, engine_log)
+                engine, launched_ms, started = launch()
+                launches += 1
             copied = end_offsets(target_admin, names, shape.partitions)
             now = time.monotonic() - started
             if first is None and copied:
