@@ -23,7 +23,8 @@ leaves it out).
 joining and one leaving, with duplicates counted afterwards (bench/scale_workers.py). The cockpit's pages are
 measured by bench/cockpit_overview.py.
 
-`--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
+`--keep DIR` works in DIR and keeps it (plans, every command's log). `--code LABEL=DIR` (repeatable) measures
+several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
 their figures are comparable as ratios on a shared, busy machine. `--trace` runs `run` through
 `startup_trace.py` and prints each start-up step.
