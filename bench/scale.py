@@ -23,7 +23,8 @@ leaves it out).
 joining and one leaving, with duplicates counted afterwards (bench/scale_workers.py). The cockpit's pages are
 measured by bench/cockpit_overview.py.
 
-`--code LABEL=DIR` (repeatable) measures several versions of the engine on the same shapes in one run, in turn:
+`--keep DIR` works in DIR and keeps it (plans, every command's log). `--code LABEL=DIR` (repeatable) measures
+several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
 their figures are comparable as ratios on a shared, busy machine. `--trace` runs `run` through
 `startup_trace.py` and prints each start-up step.
@@ -179,9 +180,14 @@ def commit_groups(cluster: KafkaCluster, prefix: str, names: list[str], shape: S
             time.sleep(0.5)
 
 
-def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
+def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int | None:
+    """Records in these topics, or None when the brokers did not say within a minute (asked again later)."""
     tps = [TopicPartition(n, p) for n in names for p in range(partitions)]
-    return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
+    try:
+        return sum(list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=60).values())
+    except KafkaException as error:
+        log.warning("the target's ends unavailable (asked again): %s", error)
+        return None
 
 
 def timed(command: list[str], log_file: Path, env: dict[str, str] | None = None) -> float | None:
@@ -282,26 +288,44 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         figures.seconds[step] = timed(command, workdir / f"{prefix}-{step.replace(' ', '')}.log", code.env())
     if figures.seconds["prepare"] is None:
         create_after_failed_prepare(target, names, shape.partitions)
+    # `prepare` waits 15 s for the new partitions' leaders: brokers of tens of thousands of partitions on a busy
+    # machine may need longer, and the copy is measured from a target that serves them all.
+    wait_until_served(AdminClient(target.client_config()), names, timeout_s=300)
 
     total = shape.total_partitions * per_partition
     target_admin = AdminClient(target.client_config())
     engine_log = workdir / f"{prefix}-run.log"
-    launched_ms = int(time.time() * 1000)
     # Traced: each start-up step stamped (bench/startup_trace.py); its lines are left out of the log's rate.
     command = ([sys.executable, str(ROOT / "bench" / "startup_trace.py")] if trace else ENGINE)
-    env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
-    with engine_log.open("w") as out:
-        engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out, stderr=subprocess.STDOUT,
-                                  env=env, cwd=workdir)
-    started = time.monotonic()
+
+    def launch() -> tuple[subprocess.Popen, int, float]:
+        launched_ms = int(time.time() * 1000)
+        env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
+        with engine_log.open("a") as out:
+            engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out,
+                                      stderr=subprocess.STDOUT, env=env, cwd=workdir)
+        return engine, launched_ms, time.monotonic()
+
+    engine_log.write_text("")
+    engine, launched_ms, started = launch()
+    launches = 1
     try:
         first = caught_up = None
-        while caught_up is None and engine.poll() is None and time.monotonic() - started < 1800:
+        while caught_up is None and time.monotonic() - started < 1800:
+            if engine.poll() is not None:
+                # A start-up that failed on brokers still busy with the partitions `prepare` just created (a
+                # cluster not answering within 10 s, a leader not elected yet) is launched again, twice at most.
+                if first is not None or launches >= 3:
+                    break
+                log.warning("the engine exited with %d before its first record (its log: %s): launching it again",
+                            engine.returncode, engine_log)
+                engine, launched_ms, started = launch()
+                launches += 1
             copied = end_offsets(target_admin, names, shape.partitions)
             now = time.monotonic() - started
             if first is None and copied:
                 first = now
-            if copied >= total:
+            if copied is not None and copied >= total:
                 caught_up = now
             time.sleep(0.1)
         figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
@@ -411,6 +435,8 @@ def main() -> None:
                         help="also the workers step at each shape: two workers, one joining, one leaving "
                              "(bench/scale_workers.py)")
     parser.add_argument("--workers-only", action="store_true", help="only the workers step at each shape")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="work in DIR and keep it (the clusters' data, the plans, every command's log)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
@@ -419,7 +445,8 @@ def main() -> None:
     columns, results = [], []
     mm2: dict[Shape, Mm2Figures] = {}
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
-        workdir = Path(tmp)
+        workdir = Path(tmp) if args.keep is None else args.keep.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
         os.environ["KAFKA_LOCAL_BROKER_HEAP"] = args.broker_heap
         source, target = start_pair(workdir / "clusters", brokers=args.brokers)
         try:

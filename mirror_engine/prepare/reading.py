@@ -86,9 +86,12 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
 
 
 def read_target_state(
-    admin: AdminClient, plan: MigrationPlan, target_topics: list[str], read_target_acls: bool = True
+    admin: AdminClient, plan: MigrationPlan, target_topics: list[str], read_target_acls: bool = True,
+    managed_topics: frozenset[str] = frozenset(),
 ) -> ClusterState:
-    """The target as far as the plan's topics go: the remote topics that exist, their data and configs."""
+    """The target as far as the plan's topics go: the remote topics that exist, their data and configs. Whether
+    records are in them is asked only of those the flow does not manage already (`managed_topics`, whose records
+    are its own): the engine's refreshes ask no partition's offsets of the topics it copies into."""
     broker_count, metadata = list_topic_metadata(admin)
     existing = sorted(name for name in target_topics if name in metadata)
     entries = describe_topic_configs(admin, existing)
@@ -98,7 +101,8 @@ def read_target_state(
     }
     # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
     # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
-    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing}, timeout_s=60)
+    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing if name not in managed_topics},
+                                    timeout_s=60)
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
     return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
 
@@ -140,7 +144,8 @@ def plan_preparation(
     if plan.sync.configs:
         source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
         notes += adapted
-    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls))
+    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls),
+                               managed_topics=managed_topics)
     prepared = compute_actions(plan, source, target, managed_topics)
     prepared.config_notes = notes
     prepared.internal_topics = {name: configs for name, configs in InternalTopics.for_plan(plan).specs().items()

@@ -173,6 +173,7 @@ class PartitionAssigner:
                                    offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
+            state.end_known = latest[key]  # the status's lag until the consumer's first fetch of it
             self.states[key] = state
             outcome = reconciled.get(key)
             if isinstance(outcome, Reconciled):

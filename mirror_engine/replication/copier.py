@@ -34,7 +34,7 @@ class RecordCopier:
         count = len(messages)
         state: PartitionState | None = None
         topic = target = ""
-        partition = run_length = 0
+        partition = run_length = run_bytes = 0
         run_start = False
         for i in range(count):
             message = messages[i]
@@ -45,7 +45,7 @@ class RecordCopier:
                 topic, partition = message.topic(), message.partition()
                 state = states[(topic, partition)]
                 target = state.target_topic
-                run_start, run_length = True, 0
+                run_start, run_length, run_bytes = True, 0, 0
             # Does the run go on with the next message? If not, this record closes it.
             if i + 1 < count:
                 following = messages[i + 1]
@@ -62,6 +62,7 @@ class RecordCopier:
                 raw = (len(value) if value else 0) + (len(key) if key else 0)
                 if headers:
                     raw += header_size_bound(headers)
+                run_bytes += raw
                 if raw <= state.raw_budget or not self._refuse_if_too_large(state, offset, key, value, headers):
                     boundary = run_start or offset != state.produced_next
                     callback = state.callback(offset, boundary, state.records_produced + run_length + 1) \
@@ -85,6 +86,7 @@ class RecordCopier:
                 run_start = False
             if run_ends:
                 state.records_produced += run_length
+                state.bytes_read += run_bytes
                 state = None
         self.clients.producer.poll(0)
 

@@ -19,7 +19,7 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -105,6 +105,10 @@ class Replicator:
         self._stop = threading.Event()
         # Set once start-up is done and the copy loop runs: what runs beside the copy starts only then.
         self.copying = threading.Event()
+        # The refresh's preparation of the target, running beside the copy (see `_refresh`).
+        self._refresher: ThreadPoolExecutor | None = None
+        self._refreshing: Future[list[str] | None] | None = None
+        self._collections = 0  # by `_collect_garbage`
 
     @property
     def group_id(self) -> str:
@@ -126,7 +130,7 @@ class Replicator:
             membership_settings=self.membership_kind.consumer_settings(plan.engine),
             transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
             if self.exactly_once else None,
-            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error, self._on_consumer_stats))
+            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error))
         self.side = SideRecordWriter(self.topics, plan.source.alias, plan.target.alias, states,
                                      lambda: clients.producer, faults)
         self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
@@ -165,7 +169,21 @@ class Replicator:
         self._stop.set()
 
     def run(self, max_seconds: float | None = None, until_caught_up: bool = False) -> RunSummary:
-        """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end)."""
+        """Copy until stopped (or for `max_seconds`, or until every partition reached the source's end).
+
+        No automatic garbage collection meanwhile: the collector runs in whichever thread allocates when it is
+        due, librdkafka's own too (they run the admin clients' result callbacks), and a client it finds unreachable
+        there is destroyed from a thread of librdkafka's, which librdkafka forbids (confluent-kafka-python#2129).
+        The copy's thread collects instead, between batches (`_collect_garbage`)."""
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(max_seconds, until_caught_up)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _run(self, max_seconds: float | None, until_caught_up: bool) -> RunSummary:
         self._build()
         # Before the stored progress is read: starting the delivery fences this flow's previous producer, and a
         # transaction it was committing when it died completes only then (its commit may be in flight), so the
@@ -202,19 +220,20 @@ class Replicator:
                          lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
             PeriodicTask("control", 1.0, self._follow_control, 1.0),
             PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
+            PeriodicTask("refreshed", min(1.0, engine.refresh_interval_s), self._follow_refresh,
+                         min(1.0, engine.refresh_interval_s)),
             PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
             # What the other workers store, taken as it comes: a rebalance then reads only the last moments.
             PeriodicTask("progress-follow", 1.0, self.assigner.progress.poll, 1.0),
+            PeriodicTask("collect", 1.0, self._collect_garbage, 1.0),
         ]
         skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress}
         scheduler = Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
         consume, copy = self.clients.consumer.consume, self.copier.copy
-        # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage
-        # collector would scan over and over (15% of the copy's time when profiled): scan far less often,
-        # and never the objects of the set-up.
-        gc_thresholds = gc.get_threshold()
+        # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage collector
+        # would scan over and over (15% of the copy's time when profiled): collected once a second (see `run`),
+        # never the objects of the set-up.
         gc.freeze()
-        gc.set_threshold(100_000, 50, 100)
         self.copying.set()
         try:
             while not self._stop.is_set() and not self.faults.fatal:
@@ -226,14 +245,22 @@ class Replicator:
                 if until_caught_up and self.caught_up():
                     break
         finally:
-            gc.set_threshold(*gc_thresholds)
-            gc.unfreeze()
-            self._shutdown()
-            self.control.close()
-            self.assigner.progress.close()
+            try:
+                if self._refresher is not None:
+                    self._refresher.shutdown(wait=False, cancel_futures=True)
+                self._shutdown()
+                self.control.close()
+                self.assigner.progress.close()
+            finally:
+                gc.unfreeze()
         if self.faults.fatal:
             raise EngineError(self.faults.fatal)
         return self.summary(time.monotonic() - started)
+
+    def _collect_garbage(self) -> None:
+        """Once a second, the youngest objects' cycles; every minute, all of them (see `run`)."""
+        self._collections += 1
+        gc.collect(2 if self._collections % 60 == 0 else 0)
 
     def _follow_control(self) -> None:
         """Every second: clusters back from an outage, and what the control topic says."""
@@ -278,9 +305,25 @@ class Replicator:
         log.info("flow %s: %d partition(s)", "paused" if paused else "resumed", len(partitions))
 
     def _refresh(self) -> None:
-        """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced."""
+        """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced.
+
+        The preparation describes every topic, config and ACL of the plan on both clusters (a thousand topics:
+        seconds of requests): it runs in a thread of its own, with clients of its own, so the copy never waits
+        for it; `_follow_refresh` takes its outcome up on the copy's thread."""
+        if self._refreshing is not None:  # the previous one is still at work
+            return
+        if self._refresher is None:
+            self._refresher = ThreadPoolExecutor(1, thread_name_prefix=f"refresh-{self.plan.name}")
+        self._refreshing = self._refresher.submit(self.upkeep.prepare, self.assigner.managed_topics(), initial=False)
+
+    def _follow_refresh(self) -> None:
+        """Every second: copy what a finished refresh prepared (new topics, added partitions)."""
+        refreshing = self._refreshing
+        if refreshing is None or not refreshing.done():
+            return
+        self._refreshing = None
         try:
-            topics = self.upkeep.prepare(self.assigner.managed_topics(), initial=False)
+            topics = refreshing.result()
             if topics is not None:
                 self.assigner.follow(topics)
             if self.flow_state != "stopped":
@@ -306,10 +349,6 @@ class Replicator:
             self.outages.began(self.plan.source.alias, self.source_config.get("bootstrap.servers"))
         else:
             log.debug("source client: %s", error.str())
-
-    def _on_consumer_stats(self, stats_json: str) -> None:
-        # Served by the consumer's poll only, so within the copy loop, once every part is built.
-        self.reporter.on_consumer_stats(stats_json)
 
     # ------------------------------------------------------------------ what it tells
     def caught_up(self) -> bool:

@@ -46,12 +46,14 @@ class PartitionState:
     acked_source: int = -1  # source offset of the last acknowledged record with a callback
     acked_target: int = -1  # its target offset
     end_seen: int = -1  # the source end offset at the last end-of-partition event
+    end_known: int = -1  # the source end offset listed when the partition was assigned (the status's lag only)
     target_position: int = 0  # target offset after the last acknowledged record
     # The partition's offset-syncs (their delta, those in flight), kept by `offset_syncs`.
     syncs: PartitionSyncs = field(default_factory=PartitionSyncs)
     stored_position: int = -1  # the position last written to the progress topic
     records_produced: int = 0  # records handed to the producer (counted per run)
     records_copied: int = 0  # records the target acknowledged: what logs, status and summary report
+    bytes_read: int = 0  # bytes of the records handed to the producer (keys, values, a bound of their headers)
     latency_ms: int = -1  # at the last acknowledged callback record: its acknowledgement time minus its timestamp
     record_age_ms: int = -1  # at the same record: the time it was handed to the producer minus its timestamp
     last_timestamp_ms: int = -1  # the timestamp of that record

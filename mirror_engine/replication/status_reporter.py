@@ -26,6 +26,9 @@ log = logging.getLogger("mirror_engine.replication.engine")
 
 TopicPartitionKey = tuple[str, int]
 LOG_PARTITIONS = 5  # partitions named at each log interval: the stopped, then the most behind
+# Partitions not fetched (the flow paused, a partition stopped) whose source end is asked at each status interval,
+# in turn: the status costs the source one small request an interval, whatever the partition count.
+ASKED_ENDS = 1_000
 
 
 class StatusReporter:
@@ -44,7 +47,8 @@ class StatusReporter:
         self.on_delivery = on_delivery
         self.clients = clients
         self.snapshot: dict = {}
-        self.bytes_fetched: dict[TopicPartitionKey, int] = {}
+        self._asked_ends: dict[TopicPartitionKey, int] = {}  # source ends of partitions not fetched, asked
+        self._ask_from = 0  # where the next turn of those asks starts
         self._rate_base: tuple[float, dict[TopicPartitionKey, tuple[int, int]]] = (time.monotonic(), {})
         self._server: StatusServer | None = None
 
@@ -65,31 +69,40 @@ class StatusReporter:
         if self._server is not None:
             self._server.close()
 
-    def on_consumer_stats(self, stats_json: str) -> None:
-        for topic, data in json.loads(stats_json).get("topics", {}).items():
-            for partition, numbers in data.get("partitions", {}).items():
-                if partition != "-1":
-                    self.bytes_fetched[(topic, int(partition))] = int(numbers.get("rxbytes", 0))
-
     # ------------------------------------------------------------------ lag
     def lag(self) -> dict[TopicPartitionKey, int]:
-        """Records not yet copied per partition, from the consumer's cached watermarks."""
+        """Records not yet copied per partition, against the source's end as last known, at no call to the client per
+        partition (10,000 calls an interval held the copy's thread with the checkpoint loop's beside it): the end
+        listed when the partition was assigned, the end of partition the consumer reported, the records it handed
+        over, or, for a partition it does not fetch, the end last asked (`ask_unfetched_ends`)."""
+        asked = self._asked_ends
         lags = {}
         for key, state in self.states.items():
-            _low, high = self.clients.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
-            lags[key] = max(0, (high if high >= 0 else state.end_seen) - state.copied_position())
+            end = max(state.end_known, state.end_seen, state.produced_next, asked.get(key, -1))
+            lags[key] = max(0, end - state.copied_position())
         return lags
 
-    def _source_lag(self) -> dict[TopicPartitionKey, int]:
-        """Records not yet copied per partition, against the source's ends asked now (the consumer's cached
-        watermarks stand still while partitions are paused)."""
+    def ask_unfetched_ends(self) -> None:
+        """The source's ends of partitions the consumer does not fetch (paused with the flow, or stopped), whose
+        cached watermarks stand still: ASKED_ENDS of them at a time, in turn, so that the status's request stays
+        small at any partition count (the lag of 10,000 paused partitions is refreshed every 10 intervals)."""
+        if self.flow_state() == "paused":
+            unfetched = sorted(self.states)
+        else:
+            unfetched = sorted(key for key, state in self.states.items() if state.failed)
+        self._asked_ends = {key: end for key, end in self._asked_ends.items() if key in self.states}
+        if not unfetched:
+            return
+        start = self._ask_from % len(unfetched)
+        turn = (unfetched[start:] + unfetched[:start])[:ASKED_ENDS]
+        self._ask_from = start + len(turn)
         try:
-            ends = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in self.states],
+            ends = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in turn],
                                 OffsetSpec.latest(), timeout_s=5)
         except KafkaException as error:
-            log.debug("source ends unavailable, using the consumer's: %s", error)
-            return self.lag()
-        return {key: max(0, ends[key] - state.copied_position()) for key, state in self.states.items()}
+            log.debug("source ends unavailable, the lag shows the ends last known: %s", error)
+            return
+        self._asked_ends.update(ends)
 
     # ------------------------------------------------------------------ snapshot
     def build(self, exiting: bool = False) -> dict:
@@ -98,11 +111,13 @@ class StatusReporter:
         now = time.monotonic()
         base_time, base = self._rate_base
         elapsed = max(now - base_time, 1e-3)
-        lag = self._source_lag() if self.states and not exiting else {}
+        if self.states and not exiting:
+            self.ask_unfetched_ends()
+        lag = self.lag() if self.states else {}
         partitions = []
         for key, state in sorted(self.states.items()):
             behind = lag.get(key, 0)
-            copied_before, bytes_before = base.get(key, (state.records_copied, self.bytes_fetched.get(key, 0)))
+            copied_before, bytes_before = base.get(key, (state.records_copied, state.bytes_read))
             rate = (state.records_copied - copied_before) / elapsed
             # At most this far behind: the next record to copy is no older than the last one copied.
             behind_ms = None if state.last_timestamp_ms < 0 else now_ms - state.last_timestamp_ms
@@ -110,8 +125,8 @@ class StatusReporter:
                 "topic": state.topic, "partition": state.partition, "target_topic": state.target_topic,
                 "position": state.copied_position(), "lag": behind, "lag_ms": behind_ms if behind else 0,
                 "records_copied": state.records_copied, "records_per_s": round(rate, 1),
-                "bytes_fetched": self.bytes_fetched.get(key, 0),
-                "bytes_per_s": round((self.bytes_fetched.get(key, 0) - bytes_before) / elapsed, 1),
+                "bytes_fetched": state.bytes_read,
+                "bytes_per_s": round((state.bytes_read - bytes_before) / elapsed, 1),
                 "catch_up_s": 0 if not behind else (round(behind / rate, 1) if rate > 0 else None),
                 "replication_latency_ms": state.latency_ms if state.latency_ms >= 0 else None,
                 "record_age_ms": state.record_age_ms if state.record_age_ms >= 0 else None,
@@ -119,7 +134,7 @@ class StatusReporter:
                 "reconcile_fallback": state.reconcile_fallback or None,
                 "failed": state.failed or None,
             })
-        self._rate_base = (now, {key: (state.records_copied, self.bytes_fetched.get(key, 0))
+        self._rate_base = (now, {key: (state.records_copied, state.bytes_read)
                                  for key, state in self.states.items()})
         return {
             "partition_count": len(partitions),
