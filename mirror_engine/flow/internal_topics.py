@@ -49,18 +49,10 @@ class InternalTopics:
     def specs(self) -> dict[str, dict[str, str]]:
         """Each topic's configs. All have one partition: MM2's readers read partition 0 only."""
         compacted = {"cleanup.policy": "compact"}
-        # Progress and checkpoints are read from their start at every start-up (and by `status` and the cockpit),
-        # and written for each partition or group that moved, up to every second: with the broker's default
-        # segments (1 GiB or 7 days) nothing would be compacted for days and those reads would grow with the
-        # flow's age. Small segments roll within minutes, so compaction keeps them near one record a key. (A
-        # segment rolls on time by its first record's timestamp: these records carry the writer's clock, as
-        # librdkafka stamps a record produced with timestamp 0.)
-        rolled = {**compacted, "segment.bytes": str(16 * 1024 * 1024), "segment.ms": str(10 * 60 * 1000),
-                  "min.cleanable.dirty.ratio": "0.2"}
         return {
-            self.progress: rolled,
+            self.progress: compacted,
             self.offset_syncs: {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"},
-            self.checkpoints: rolled,
+            self.checkpoints: compacted,
             self.heartbeats: compacted,
             self.control: compacted,
             self.status: {"cleanup.policy": "delete", "retention.ms": "86400000"},

@@ -12,19 +12,17 @@ import uuid
 
 import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from mirror_engine.flow import (
     ControlChannel,
     FlowMapping,
     InternalTopics,
     PartitionProgress,
-    ProgressFollower,
     ensure_internal_topics,
     load_progress,
-    progress_key,
 )
-from mirror_engine.kafka import admin_client, describe_topic_configs, read_to_end
+from mirror_engine.kafka import admin_client
 from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
 from mirror_engine.observe import (
     FlowView,
@@ -119,12 +117,9 @@ def test_every_internal_topic_reader_sees_committed_records_only_and_loses_none(
     feed = WorkerStatusFeed(plan, config)
     reports = ReportStore(plan, config)
     view = FlowView(plan, source.client_config(), config)
-    follower = ProgressFollower(config, topics.progress)
-    follower.catch_up()
     try:
         assert load_progress(config, topics.progress) == {(topic, p): PartitionProgress(topic, p, 10, 10)
                                                           for topic, p in (("orders", 0), ("orders", 1))}
-        assert follower.progress_of() == load_progress(config, topics.progress)
         assert (mapping.copied_position("orders", 0), mapping.copied_position("orders", 1)) == (10, 10)
         assert control.flow_state == "paused" and control.switched_topics == {"a", "b"}
         assert [s["worker"] for s in read_worker_statuses(plan, config)] == ["a", "b"]
@@ -149,10 +144,8 @@ def test_every_internal_topic_reader_sees_committed_records_only_and_loses_none(
         assert [c["group"] for c in view.checkpoints()] == ["group-a", "group-b", "group-c"]
         assert load_progress(config, topics.progress)[("orders", 3)].position == 10
         assert ("orders", 2) not in load_progress(config, topics.progress)
-        follower.catch_up()
-        assert follower.progress_of() == load_progress(config, topics.progress)
     finally:
-        for reader in (mapping, control, feed, reports, view, follower):
+        for reader in (mapping, control, feed, reports, view):
             reader.close()
         producer.flush(10)
 
@@ -207,55 +200,3 @@ def test_the_latency_probe_sees_the_heartbeat_when_its_copy_is_committed(kafka_p
     assert copied, "the copier saw no heartbeat"
     assert latency.replica_topic == replica
     assert latency.latency_ms >= held_s * 1000, f"the probe counted an aborted copy: {latency.latency_ms:.0f} ms"
-
-
-def test_progress_and_checkpoints_roll_small_segments_so_compaction_bounds_their_reads(kafka_pair, unique_name):
-    """Both are read from their start at every start-up and written for every partition or group that moved, up to
-    every second: the target must roll their segments within minutes (the broker's default, 1 GiB or 7 days, leaves
-    a long run's every record uncompacted), and compaction then keeps the latest record of each partition, which
-    the readers read back (here with segments rolled every second, for the test to see the cleaner at work)."""
-    _, target = kafka_pair
-    config = target.client_config()
-    plan = plan_from_dict(plan_dict(*kafka_pair, unique_name, name=f"roll{unique_name[-8:]}"))
-    topics = InternalTopics.for_plan(plan)
-    admin = admin_client(config)
-    ensure_internal_topics(admin, topics)
-    configs = describe_topic_configs(admin, [topics.progress, topics.checkpoints])
-    for name in (topics.progress, topics.checkpoints):
-        values = {entry.name: entry.value for entry in configs[name]}
-        assert values["cleanup.policy"] == "compact"
-        assert int(values["segment.bytes"]) <= 16 * 1024 * 1024, (name, values["segment.bytes"])
-        assert int(values["segment.ms"]) <= 10 * 60 * 1000, (name, values["segment.ms"])
-
-    faster = ConfigResource(ConfigResource.Type.TOPIC, topics.progress, incremental_configs=[
-        ConfigEntry("segment.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([faster])[faster].result()
-    producer = Producer({**config, "enable.idempotence": True, "linger.ms": 5})
-    rounds, keys = 12, 4
-    for position in range(1, rounds + 1):  # a segment rolls at the first write a second after its first record
-        for partition in range(keys):
-            for _ in range(200):
-                producer.produce(topics.progress, PartitionProgress("orders", partition, position, position).value(),
-                                 progress_key(plan.source.alias, "orders", partition), 0)
-        assert producer.flush(30) == 0
-        time.sleep(0.4)
-    time.sleep(1.2)  # the last record of each partition alone in the last segment: every other one cleanable
-    for partition in range(keys):
-        producer.produce(topics.progress, PartitionProgress("orders", partition, rounds + 1, rounds + 1).value(),
-                         progress_key(plan.source.alias, "orders", partition), 0)
-    assert producer.flush(30) == 0
-    written = rounds * keys * 200 + keys
-    deadline = time.monotonic() + 90
-    while len(read_to_end(config, topics.progress)) > written // 3:
-        assert time.monotonic() < deadline, f"{len(read_to_end(config, topics.progress))} of {written} records " \
-                                            "still there: the cleaner did not compact the rolled segments"
-        time.sleep(1)
-    expected = {("orders", p): PartitionProgress("orders", p, rounds + 1, rounds + 1) for p in range(keys)}
-    assert load_progress(config, topics.progress) == expected
-    follower = ProgressFollower(config, topics.progress)
-    try:
-        follower.catch_up()
-        assert follower.progress_of() == expected
-        assert follower.records_read < written // 3
-    finally:
-        follower.close()
