@@ -120,6 +120,11 @@ class AtLeastOnce:
         if remaining:
             log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
                       "on the next start", remaining)
+        # The offset-syncs still held back go first and are acknowledged before the progress is computed: the
+        # progress never passes an unacknowledged sync, so written before them it stayed where the last periodic
+        # sync left it (at the partitions' start for an engine stopped within its first sync interval).
+        self.side.offset_syncs.send_unsent()
+        self.clients.producer.flush(30)
         self.side.write_progress()
         self.clients.producer.flush(30)
 
