@@ -11,14 +11,25 @@ that copy (the load of a shared machine changes from minute to minute), and vali
 copy. The last row compares the last copy without Spark, as the DAG does for a small copy
 (`validate.py --in-process`).
 
+With `--code NAME=DIR,...` each round is run once per code tree (a folder holding a `spark_jobs`
+package, e.g. an export of an earlier commit), alternating which goes first, each with the engine timed
+just before it: before and after side by side on the same data, in the same minutes. The Spark jobs of
+each round run in a child process of their own (its Spark session, its code tree first on the path).
+
     .venv/bin/python bench/backfill_validation.py                 # 1,000,000 records
     .venv/bin/python bench/backfill_validation.py --records 20000 --masters 'local[2]'
+    git archive HEAD~1 spark_jobs | tar -x -C /tmp/before
+    .venv/bin/python bench/backfill_validation.py --records 3000000 --code before=/tmp/before,after=.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +44,7 @@ from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 
 PARTITIONS = 8
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(cluster: KafkaCluster, topic: str, count: int) -> float:
@@ -95,18 +107,67 @@ def _session(master: str) -> tuple[float, float]:
     return session, time.perf_counter() - started
 
 
+def _jobs(master: str, history_plan: str, copied_plan: str, reports: str) -> None:
+    """The child's part: a session, then the backfill and the validation, timed; one JSON line on stdout."""
+    import spark_jobs
+    from spark_jobs import backfill, validate
+
+    logging.basicConfig(level=logging.WARNING)
+    session, workers = _session(master)
+    started = time.perf_counter()
+    assert backfill.main(["--plan", history_plan]) == 0
+    backfilled = time.perf_counter() - started
+    started = time.perf_counter()
+    assert validate.main(["--plan", copied_plan, "--report-dir", reports]) == 0
+    validated = time.perf_counter() - started
+    print(json.dumps({"session": session, "workers": workers, "backfill": backfilled, "validation": validated,
+                      "code": str(Path(spark_jobs.__file__).parent.parent)}))
+
+
+def _run_jobs(code_dir: Path, master: str, history_plan: Path, copied_plan: Path, reports: str) -> dict:
+    """The round's Spark jobs in a child process with `code_dir` first on the path (also the Python workers':
+    Spark passes PYTHONPATH on, and the child runs in `code_dir`)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_dir), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--jobs", master, str(history_plan),
+                             str(copied_plan), reports], env=env, cwd=code_dir, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"the Spark jobs of {code_dir} on {master} failed: {result.stderr[-3000:]}")
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    if Path(found["code"]).resolve() != code_dir.resolve():
+        raise RuntimeError(f"the jobs ran the code of {found['code']}, not of {code_dir}")
+    return found
+
+
+def _codes(value: str | None) -> list[tuple[str, Path]]:
+    if not value:
+        return [("", ROOT)]
+    codes = []
+    for item in value.split(","):
+        name, _, folder = item.partition("=")
+        if not (Path(folder) / "spark_jobs").is_dir():
+            raise SystemExit(f"--code {item}: {folder} holds no spark_jobs package (NAME=DIR, DIR holding spark_jobs)")
+        codes.append((name, Path(folder).resolve()))
+    return codes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--masters", default="local[1],local[2]", help="Spark masters, comma-separated")
+    parser.add_argument("--code", help="NAME=DIR,...: run each round's jobs with each code tree (default: this one)")
     parser.add_argument("--in-process-max", type=int, default=1_000_000,
                         help="time validate.py --in-process too when there are at most this many records")
+    parser.add_argument("--jobs", nargs=4, metavar=("MASTER", "HISTORY_PLAN", "COPIED_PLAN", "REPORTS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    masters = args.masters.split(",")
+    if args.jobs:
+        _jobs(*args.jobs)
+        return
+    masters, codes = args.masters.split(","), _codes(args.code)
     logging.basicConfig(level=logging.WARNING)
-    from spark_jobs import backfill, validate
+    from spark_jobs import validate
 
-    rows, starts = [], []
+    rows, starts, loads = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir:
         source, target = start_pair(Path(workdir))
         try:
@@ -114,7 +175,11 @@ def main() -> None:
             _load(source, "history", args.records)
 
             reports = str(Path(workdir) / "reports")
-            for run, master in enumerate(masters, start=1):
+            rounds = [(master, code) for i, master in enumerate(masters)
+                      for code in (codes if i % 2 == 0 else codes[::-1])]
+            for run, (master, (name, code_dir)) in enumerate(rounds, start=1):
+                label = f"{master} {name}".strip()
+                loads.append(os.getloadavg()[0])
                 # The machine's load changes from minute to minute: each round times the engine again, just
                 # before its jobs, and the jobs' ratios are to that copy.
                 copied = _plan(source, target, "copied", backfill=False, run=run)
@@ -132,13 +197,11 @@ def main() -> None:
                     max_seconds=3)
                 plan_file = Path(workdir) / f"history-{run}.yaml"
                 plan_file.write_text(yaml.safe_dump(history))
-                starts.append((master, _session(master)))
-                started = time.perf_counter()
-                assert backfill.main(["--plan", str(plan_file)]) == 0
-                rows.append((f"backfill {master}", time.perf_counter() - started, engine))
-                started = time.perf_counter()
-                assert validate.main(["--plan", str(copied_file), "--report-dir", reports]) == 0
-                rows.append((f"validation {master}", time.perf_counter() - started, engine))
+                found = _run_jobs(code_dir, master, plan_file, copied_file, reports)
+                starts.append((label, (found["session"], found["workers"])))
+                rows.append((f"backfill {label}", found["backfill"], engine))
+                rows.append((f"validation {label}", found["validation"], engine))
+                loads.append(os.getloadavg()[0])
             if args.records <= args.in_process_max:
                 started = time.perf_counter()
                 assert validate.main(["--plan", str(copied_file), "--report-dir", reports, "--in-process"]) == 0
@@ -147,12 +210,13 @@ def main() -> None:
             source.stop()
             target.stop()
     print("\nSpark start-up, once per application (not in the figures below): "
-          + ", ".join(f"{master} session {session:.1f} s + Python workers {workers:.1f} s"
-                      for master, (session, workers) in starts))
+          + ", ".join(f"{label} session {session:.1f} s + Python workers {workers:.1f} s"
+                      for label, (session, workers) in starts))
+    print(f"load average (1 min) at each round's start and end: {', '.join(f'{load:.1f}' for load in loads)}")
     print(f"{args.records:,} records of 100 B (keys, values), 8 partitions; validation reads both sides")
-    print(f"{'job':<24} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'vs engine':>10}")
+    print(f"{'job':<32} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'vs engine':>10}")
     for job, seconds, engine_seconds in rows:
-        print(f"{job:<24} {seconds:8.1f} {args.records / seconds:11,.0f} {megabytes / seconds:7.1f} "
+        print(f"{job:<32} {seconds:8.1f} {args.records / seconds:11,.0f} {megabytes / seconds:7.1f} "
               f"{engine_seconds / seconds:10.2f}")
 
 

@@ -19,7 +19,7 @@ from mirror_engine.security import ClusterSecurity, SecurityError, java_options,
 
 log = logging.getLogger(__name__)
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
-_LOGIN_TIMEOUT_S = 20
+_LOGIN_TIMEOUT_S = 60  # a loaded machine: 20 s was not enough for a JVM admin client at load average 60 to 80
 
 
 class ClusterLoginError(RuntimeError):

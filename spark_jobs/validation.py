@@ -2,9 +2,9 @@
 
 Both sides are read once with Spark's Kafka source over the copied ranges only. Every record gets a
 fingerprint of its key, value, headers and timestamp in the JVM (Spark's built-in `xxhash64`, no Python
-UDF). The (offset, fingerprint) rows of both sides meet in one shuffle by Kafka partition (no sort), where
-`record_pairing` pairs them per Kafka partition by (fingerprint, occurrence among equal fingerprints): a
-source record without a pair is missing on the target, a target record without a pair is extra (a
+UDF). The (offset, fingerprint) rows of both sides meet in one shuffle into one Spark partition per Kafka
+partition (no sort), where `record_pairing` pairs them by (fingerprint, occurrence among equal
+fingerprints): a source record without a pair is missing on the target, a target record without a pair is extra (a
 duplicate when its fingerprint is on the source). A missing and an extra record at the same place (the
 source offset translates to the target offset) are one changed record. Pairs whose target offsets run
 backwards against their source order are out of order. Only the mismatches (bounded per partition) reach
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -187,6 +188,29 @@ def untimestamped_topics(source: DataFrame) -> frozenset[str]:
                      .collect())
 
 
+def by_kafka_partition(source: DataFrame, target: DataFrame, ranges: list[PartitionRange]) -> DataFrame:
+    """Both sides' fingerprinted rows (key, offset, fp, fp_untimed, stampless, side), one Spark partition per
+    Kafka partition of `ranges` (placed by topic, then partition number), so every Kafka partition is paired by
+    a task of its own and the tasks spread over the cores. key = topic index (in sorted topic names) << 32 |
+    partition; side 0 the source, 1 the target.
+
+    `repartitionById`, not `repartition(n, key)`: that one hashes the keys (Murmur3, modulo n), which put the
+    8 partitions of one topic in 4 of 8 Spark partitions (3 + 2 + 2 + 1): one task did three partitions' work
+    while others had none."""
+    topics = sorted({r.topic for r in ranges})
+    index = F.create_map(*[F.lit(part) for i, topic in enumerate(topics) for part in (topic, i)])
+    key = F.shiftleft(F.element_at(index, F.col("topic")).cast("long"), 32) + F.col("partition").cast("long")
+    # Spark partition = the topic's first slot + partition: the slots of partitions outside `ranges` stay empty.
+    slots = {topic: max(r.partition for r in ranges if r.topic == topic) + 1 for topic in topics}
+    firsts = dict(zip(topics, accumulate((slots[t] for t in topics), initial=0), strict=False))
+    first = F.create_map(*[F.lit(part) for topic in topics for part in (topic, firsts[topic])])
+    columns = [key.alias("key"), "offset", "fp", "fp_untimed", "stampless",
+               (F.element_at(first, F.col("topic")) + F.col("partition")).cast("int").alias("slot")]
+    sides = (source.select(*columns, F.lit(0).cast("byte").alias("side"))
+             .unionByName(target.select(*columns, F.lit(1).cast("byte").alias("side"))))
+    return sides.repartitionById(max(1, sum(slots.values())), "slot").drop("slot")
+
+
 def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
             translate: Callable[[str, int, int], int | None], plan: str, mode: str,
             fraction: float = 1.0, untimed_topics: frozenset[str] = frozenset(),
@@ -198,16 +222,9 @@ def compare(source: DataFrame, target: DataFrame, ranges: list[PartitionRange],
     # Imported by name so Spark ships a reference to the function, not a copy of its module.
     from spark_jobs.record_pairing import pair_partitions as pair
 
-    # One long per Kafka partition: topic index << 32 | partition. All rows of a Kafka partition, both sides,
-    # land in the same Spark partition (several Kafka partitions may share one), where they are paired.
     topics = sorted({r.topic for r in ranges})
-    index = F.create_map(*[F.lit(part) for i, topic in enumerate(topics) for part in (topic, i)])
-    key = F.shiftleft(F.element_at(index, F.col("topic")).cast("long"), 32) + F.col("partition").cast("long")
-    columns = [key.alias("key"), "offset", "fp", "fp_untimed", "stampless"]
-    sides = (source.select(*columns, F.lit(0).cast("byte").alias("side"))
-             .unionByName(target.select(*columns, F.lit(1).cast("byte").alias("side"))))
     limit = MAX_MISMATCHES
-    findings = (sides.repartition(max(1, len(ranges)), "key")
+    findings = (by_kafka_partition(source, target, ranges)
                 .mapInArrow(lambda batches: pair(batches, topics, limit), FINDINGS_SCHEMA).collect())
     untimestamped = frozenset(untimestamped) | {row["topic"] for row in findings if row["stampless"]}
     untimed_topics = frozenset(untimed_topics) | untimestamped

@@ -100,3 +100,10 @@ def test_spark_source_reads_keys_values_headers_and_timestamps(spark, kafka_pair
         row = read[key]
         assert (bytes(row.value), row.partition, row.ts) == (value, partition, ts)
         assert [(h.key, None if h.value is None else bytes(h.value)) for h in row.headers] == headers
+
+
+def test_a_local_session_has_a_heap_of_two_gib(spark):
+    """Local mode runs the tasks in the session's JVM: Spark's default 1 GiB heap cost a 3,000,000-record backfill
+    a quarter of its tasks' time in garbage collection (bench/README.md)."""
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    assert heap > 1.5 * 2**30, f"{heap / 2**30:.2f} GiB"

@@ -102,3 +102,25 @@ def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, uni
     assert (rows[2]["changed"], rows[2]["first_changed"], rows[2]["missing"], rows[2]["extra"]) == (1, [[30, 30]], 0, 0)
     assert (rows[3]["changed"], rows[3]["first_changed"]) == (1, [[40, 40]])
     assert all(row["out_of_order"] == 0 for row in rows.values())
+
+
+def test_each_kafka_partition_is_paired_in_a_spark_partition_of_its_own(spark):
+    """8 partitions of one topic and 3 of another, both sides: each Kafka partition's rows, and only they, in one
+    Spark partition, so the pairing tasks spread evenly over the cores. `repartition(8, key)` hashed the keys and
+    put the 8 partitions of a topic in 4 Spark partitions (3 + 2 + 2 + 1)."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.validation import PartitionRange, by_kafka_partition
+
+    ranges = ([PartitionRange("orders", p, "src.orders", 0, 10, 0, 10) for p in range(8)]
+              + [PartitionRange("audit", p, "src.audit", 0, 10, 0, 10) for p in range(3)])
+    rows = [(r.topic, r.partition, offset, offset * 7 + r.partition, offset, False)
+            for r in ranges for offset in range(10)]
+    side = spark.createDataFrame(rows, "topic string, partition int, offset long, fp long, fp_untimed long, "
+                                       "stampless boolean")
+    placed = (by_kafka_partition(side, side, ranges).select("key", "side", F.spark_partition_id().alias("slot"))
+              .groupBy("key", "slot").agg(F.count("*").alias("rows")).collect())
+    kafka_partitions = {(1 << 32) | p for p in range(8)} | set(range(3))  # "audit" sorts first: topic index 0
+    assert sorted(row["key"] for row in placed) == sorted(kafka_partitions)  # each Kafka partition in one place
+    assert len({row["slot"] for row in placed}) == 11  # and no two in the same one
+    assert {row["rows"] for row in placed} == {20}  # both sides' 10 records
