@@ -15,7 +15,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower
+from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
 from mirror_engine.kafka import describe_topic_configs, list_offsets, metadata_of
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
@@ -62,10 +62,14 @@ class PartitionAssigner:
         """The flow's stored progress, read as the engine starts (after its delivery fenced a predecessor).
         `follow`: keep reading what is stored (a worker, whose rebalances need the others' progress); else the
         reader closes until a later `reload_progress` (it would hold what it fetched meanwhile)."""
+        if not follow:
+            # The single engine reads the whole topic to its stable end, as a restart's exactness needs: the
+            # follower's read settles for what is committed after a short wait, and once that left a restart
+            # older progress than its predecessor's last committed transaction (records copied twice).
+            self.stored = load_progress(self.clients.target_config, self.side.topics.progress)
+            return
         self.progress.catch_up()
         self.stored = self.progress.progress_of()
-        if not follow:
-            self.progress.close()
 
     def follow(self, source_topics: list[str], *, initial: bool = False) -> None:
         """Copy these source topics (those the target is ready for); `initial`: as the engine starts, when the
