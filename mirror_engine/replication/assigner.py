@@ -63,9 +63,8 @@ class PartitionAssigner:
         `follow`: keep reading what is stored (a worker, whose rebalances need the others' progress); else the
         reader closes until a later `reload_progress` (it would hold what it fetched meanwhile)."""
         if not follow:
-            # The single engine reads the whole topic to its stable end, as a restart's exactness needs: the
-            # follower's read settles for what is committed after a short wait, and once that left a restart
-            # older progress than its predecessor's last committed transaction (records copied twice).
+            # The single engine has no rebalance to serve: one read of the whole topic to its stable end, with a
+            # reader closed after it (a backfill's `reload_progress` opens the follower).
             self.stored = load_progress(self.clients.target_config, self.side.topics.progress)
             return
         self.progress.catch_up()

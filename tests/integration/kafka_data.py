@@ -81,11 +81,13 @@ def produce(cluster: KafkaCluster, topic: str, records: list[tuple], **config) -
 
 
 def produce_transactions(cluster: KafkaCluster, topic: str, partitions: int, transactions: int,
-                         per_transaction: int, abort_every: int, transactional_id: str) -> None:
-    """Transactions of records spread over the partitions; every `abort_every`-th one aborted."""
+                         per_transaction: int, abort_every: int, transactional_id: str, first: int = 0) -> int:
+    """Transactions of records spread over the partitions; every `abort_every`-th one aborted (counted from 0; `first`:
+    the number of the first, to go on after earlier ones). Returns how many records were committed."""
     producer = Producer({**cluster.client_config(), "transactional.id": transactional_id})
     producer.init_transactions(30)
-    for t in range(transactions):
+    committed = 0
+    for t in range(first, first + transactions):
         producer.begin_transaction()
         aborted = (t + 1) % abort_every == 0
         for i in range(per_transaction):
@@ -100,6 +102,8 @@ def produce_transactions(cluster: KafkaCluster, topic: str, partitions: int, tra
             producer.abort_transaction(30)
         else:
             producer.commit_transaction(30)
+            committed += per_transaction
+    return committed
 
 
 def wait_for_compaction_gaps(cluster: KafkaCluster, topic: str, partition: int, timeout_s: float = 60) -> list[Record]:

@@ -13,7 +13,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.flow import FlowMapping
+from mirror_engine.flow import FlowMapping, InternalTopics, load_progress
 from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import MigrationPlan, plan_from_dict
 from tests.integration.kafka_data import end_offsets, produce_transactions, read_partition
@@ -35,6 +37,9 @@ PER_TRANSACTION = 50_000
 TRANSACTIONS = 24  # every 6th aborted: 20 committed, 1,000,000 records, with offset holes (markers, aborts)
 RECORDS = (TRANSACTIONS - TRANSACTIONS // 6) * PER_TRANSACTION
 KILLS = 5
+# Added to the source before the run killed after a commit when the runs before it copied more than a fifth of it
+# (a fast machine): that run's first commit must not take the copy to its end.
+TOP_UP = 6
 
 
 @dataclass
@@ -47,7 +52,9 @@ class CrashRun:
 
 
 def _plan_run(source, target, topic: str, tmp_path: Path, exactly_once: bool) -> CrashRun:
-    data = plan_dict(source, target, topic, engine={"exactly_once": exactly_once})
+    # Progress stored (and transactions committed) four times a second: the kills after a commit land early in
+    # the copy, with most of it ahead, even on a fast machine.
+    data = plan_dict(source, target, topic, engine={"exactly_once": exactly_once, "progress_interval_s": 0.25})
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(data))
     return CrashRun(["--plan", str(plan_file)], plan_from_dict(data), exactly_once)
@@ -83,6 +90,13 @@ def _visible(target, topic: str) -> int:
     return sum(len(read_partition(target, topic, partition)) for partition in range(PARTITIONS))
 
 
+def _remaining(source, target, topic: str, plan: MigrationPlan) -> int:
+    """Source offsets past the flow's stored progress: what the copy has ahead."""
+    stored = load_progress(target.client_config(), InternalTopics.for_plan(plan).progress)
+    return sum(end - (stored[(topic, partition)].position if (topic, partition) in stored else 0)
+               for partition, end in enumerate(end_offsets(source, topic, PARTITIONS)))
+
+
 def _target_has(admin: AdminClient, topic: str) -> bool:
     return topic in admin.list_topics(timeout=5).topics
 
@@ -92,8 +106,9 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
     source, target = kafka_pair
     topic = f"{unique_name}-crash"
     create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
-    produce_transactions(source, topic, PARTITIONS, TRANSACTIONS, PER_TRANSACTION, abort_every=6,
-                         transactional_id=f"{unique_name}-writer")
+    records = produce_transactions(source, topic, PARTITIONS, TRANSACTIONS, PER_TRANSACTION, abort_every=6,
+                                   transactional_id=f"{unique_name}-writer")
+    transactions = TRANSACTIONS
     run = _mm2_run(source, target, topic, tmp_path) if mode == "exactly-once-mm2" else \
         _plan_run(source, target, topic, tmp_path, exactly_once=mode == "exactly-once")
     command = [sys.executable, "-m", "mirror_engine.cli", "run", *run.args]
@@ -102,6 +117,11 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
     rng = random.Random(16)
     logs = []
     for kill in range(KILLS):
+        while kill == 3 and _remaining(source, target, topic, run.plan) < 0.8 * sum(end_offsets(source, topic,
+                                                                                                 PARTITIONS)):
+            records += produce_transactions(source, topic, PARTITIONS, TOP_UP, PER_TRANSACTION, abort_every=6,
+                                            transactional_id=f"{unique_name}-writer", first=transactions)
+            transactions += TOP_UP
         log_file = tmp_path / f"run-{kill}.log"
         logs.append(log_file)
         with log_file.open("w") as log:
@@ -118,16 +138,23 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
                 time.sleep(0.005)
         elif kill == 2:
             time.sleep(rng.uniform(0.3, 1.0))  # within the first second of a restart
-        else:
-            # At a random point of the copy: once the target's committed records grew by 3-15% of the data set.
+        elif kill == 3:
+            # At a random point of the copy: once the target's committed records grew by 3-15% of the data set
+            # (after one of the run's commits, with the next transaction open in exactly-once mode).
             threshold = _copied(target, topic) + int(rng.uniform(0.03, 0.15) * RECORDS)
             while _copied(target, topic) < threshold and engine.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(rng.uniform(0, 0.2))
+        else:
+            # Within the restart's first moments of copying, its first records written, around its first commit.
+            start = _written(target, topic)
+            while _written(target, topic) == start and engine.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.3))
         assert engine.poll() is None, f"the engine exited on its own:\n{log_file.read_text()[-3000:]}"
         os.kill(engine.pid, signal.SIGKILL)
         engine.wait()
-    assert _visible(target, topic) < RECORDS, "the kills came too late to land mid-copy"
+    assert _visible(target, topic) < records, "the kills came too late to land mid-copy"
     final = subprocess.run([*command, "--until-caught-up", "--max-seconds", "300"],
                            capture_output=True, text=True, timeout=400)
     assert final.returncode == 0, final.stderr[-3000:]
@@ -161,7 +188,65 @@ def test_kill_9_five_times_leaves_each_record_once_in_order(kafka_pair, unique_n
                      if mapping.translate(topic, partition, s.offset) != t.offset]
             assert not wrong, f"partition {partition}: {len(wrong)} offsets mistranslated, e.g. {wrong[:3]}"
             total += len(copied)
-    assert total == RECORDS
+    assert total == records
+
+
+def test_an_exactly_once_run_left_between_commits_is_continued_from_its_last_commit_exactly(
+        kafka_pair, unique_name, monkeypatch):
+    """What a kill leaves in exactly-once mode, made on purpose: the last committed transaction, the open one aborted
+    by the next run's fence. With room for 500 records in the producer's queue, offset-syncs are held back at nearly
+    every commit; the progress each commit stores must still reach every record it commits, or the next run, which
+    goes on from the progress, copies the records past it twice."""
+    from mirror_engine.replication import Replicator, copy_contract
+    from mirror_engine.replication.delivery import Transactional
+
+    source, target = kafka_pair
+    topic = f"{unique_name}-left"
+    partitions, total = 4, 48 * 2_000 - 8 * 2_000  # every 6th of 48 transactions aborted
+    create_topics(source, [NewTopic(topic, partitions, 1)])
+    produce_transactions(source, topic, partitions, 48, 2_000, abort_every=6, transactional_id=f"{unique_name}-w")
+    plan = plan_from_dict(plan_dict(source, target, topic,
+                                    engine={"exactly_once": True, "progress_interval_s": 0.2}))
+    with monkeypatch.context() as patched:
+        patched.setattr(copy_contract, "QUEUE_MAX_MESSAGES", 500)
+        patched.setattr(Transactional, "shutdown",
+                        lambda self: self.faults.fatal or self.clients.producer.abort_transaction(10))
+        left = Replicator(plan, source.client_config(), target.client_config())
+        outcome: list[object] = []
+
+        def run_left() -> None:
+            try:
+                outcome.append(left.run(max_seconds=120))
+            except Exception:  # said by the assertion below
+                outcome.append(traceback.format_exc())
+
+        runner = threading.Thread(target=run_left)
+        runner.start()
+        deadline = time.monotonic() + 60
+        # Left after a few commits, the copy under way.
+        while sum(end_offsets(target, topic, partitions, committed=True)) < total // 10 and runner.is_alive() \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+        left.stop()
+        runner.join(60)
+    assert not runner.is_alive() and not isinstance(outcome[0], str), outcome[0]
+    committed = _visible_in(target, topic, partitions)
+    assert 0 < committed < total, f"{committed} of {total} records committed when the run was left"
+
+    summary = Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=120,
+                                                                                   until_caught_up=True)
+    assert summary.ok, summary.failed_partitions
+    for partition in range(partitions):
+        expected = [r.content() for r in read_partition(source, topic, partition)]
+        copied = [r.content() for r in read_partition(target, topic, partition)]
+        assert copied == expected, f"partition {partition}: {len(copied)} records on the target for {len(expected)}"
+
+
+def _visible_in(target, topic: str, partitions: int) -> int:
+    """Records read_committed readers see in the target topic (0 before the engine created it)."""
+    if not _target_has(AdminClient(target.client_config()), topic):
+        return 0
+    return sum(len(read_partition(target, topic, partition)) for partition in range(partitions))
 
 
 def _assert_no_open_transaction(target, topic: str) -> None:

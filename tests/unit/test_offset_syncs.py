@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import KafkaError, Message
@@ -10,6 +11,7 @@ from confluent_kafka import KafkaError, Message
 from mirror_engine.flow import InternalTopics, PartitionProgress
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication.delivery import Transactional
 from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.side_records import SideRecordWriter
@@ -66,6 +68,30 @@ class FakeProducer:
         for topic, value, key, partition, callback in self.produced:
             if topic == TOPICS.offset_syncs:
                 callback(error, Message(topic=topic, partition=partition, key=key, value=value))
+
+
+class TransactionalProducer(FakeProducer):
+    """A transactional producer: `flush` has the target acknowledge what was produced since (the offset-syncs'
+    callbacks run); each commit notes how many records were produced by then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acknowledged = 0
+        self.commits: list[int] = []
+
+    def flush(self, _timeout: float = 0) -> int:
+        self.full = False
+        pending, self.acknowledged = self.produced[self.acknowledged:], len(self.produced)
+        for topic, value, key, partition, callback in pending:
+            if topic == TOPICS.offset_syncs:
+                callback(None, Message(topic=topic, partition=partition, key=key, value=value))
+        return 0
+
+    def commit_transaction(self, _timeout: float = 0) -> None:
+        self.commits.append(len(self.produced))
+
+    def begin_transaction(self) -> None:
+        pass
 
 
 class Parts:
@@ -168,6 +194,24 @@ def test_a_full_queue_holds_syncs_back_in_order_and_the_progress_writes_them_fir
     progress = parts.producer.produced[2]
     assert progress[2] == PartitionProgress("orders", 0, 100, 0).key("src")
     assert progress[1] == PartitionProgress("orders", 0, 100, 0).value()
+
+
+def test_a_transaction_stores_the_progress_of_every_record_it_commits_with_syncs_held_back():
+    """Exactly-once: a restart goes on from the committed progress and takes nothing past it on the target as
+    copied, so the progress a transaction commits must reach every record it commits, held-back syncs or not."""
+    parts = Parts()
+    producer = parts.producer = TransactionalProducer()
+    state = parts.state
+    producer.full = True
+    state.callback(100, True, 1)(None, Acked(0))  # held back by the full queue
+    state.callback(105, True, 2)(None, Acked(1))  # waits behind it
+    state.produced_next = 106
+    Transactional(SimpleNamespace(producer=producer), parts.side, parts.faults).commit()  # type: ignore[arg-type]
+    committed = producer.produced[:producer.commits[-1]]
+    assert _pairs(producer) == [(100, 0), (105, 1)]
+    progress = [value for topic, value, _key, _p, _cb in committed if topic == TOPICS.progress]
+    assert progress == [PartitionProgress("orders", 0, 106, 2).value()]  # not (100, 0): its sync was held back
+    assert not parts.faults.fatal
 
 
 def test_held_back_syncs_are_written_waiting_for_room():
