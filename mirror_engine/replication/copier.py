@@ -88,7 +88,14 @@ class RecordCopier:
                 state.records_produced += run_length
                 state.bytes_read += run_bytes
                 state = None
-        self.clients.producer.poll(0)
+        try:
+            self.clients.producer.poll(0)
+        except KafkaException as error:
+            # A fatal error (fenced by another engine of the flow, say) can surface here first: the engine stops
+            # with its reason, as when a commit or the status write meets it, instead of raising it raw.
+            if not error.args[0].fatal():
+                raise
+            self.faults.producer_failed(error.args[0], f"the target producer failed: {error.args[0].str()}")
 
     def _refuse_if_too_large(self, state: PartitionState, offset: int, key: bytes | None, value: bytes | None,
                              headers: Headers) -> bool:
