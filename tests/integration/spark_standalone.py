@@ -63,7 +63,8 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], timeout_s:
 
 
 def start_standalone(home: Path) -> SparkStandalone:
-    """A master and a worker (2 cores, 1.5 GB) on 127.0.0.1, web UIs on free loopback ports."""
+    """A master and a worker (2 cores, 2.5 GB: room for an executor of the jobs' default 2g heap) on 127.0.0.1, web
+    UIs on free loopback ports."""
     home.mkdir(parents=True, exist_ok=True)
     spark_home = _spark_home()
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
@@ -74,7 +75,7 @@ def start_standalone(home: Path) -> SparkStandalone:
         ("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(cluster.port), "--webui-port", str(free_port())], "I have been elected leader"),
         ("worker", [spark_class, "org.apache.spark.deploy.worker.Worker", cluster.master, "--host", "127.0.0.1",
-                    "--cores", "2", "--memory", "1536m", "--webui-port", str(free_port()),
+                    "--cores", "2", "--memory", "2560m", "--webui-port", str(free_port()),
                     "--work-dir", str(cluster.work_dir)], "Successfully registered with master"),
     ]
     try:

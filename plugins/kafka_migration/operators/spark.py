@@ -8,6 +8,8 @@ included) are staged in a private directory of this task (0700, files 0600, remo
 shipped with `spark-submit --files`, so that executors on other machines get them; spark-submit runs in that
 directory, where the driver finds them under the same relative names as the executors
 (`mirror_engine.security.job_files`).
+The JVM heaps come from the plan (`backfill.spark_driver_memory`, `backfill.spark_executor_memory`: 2g, as a
+local session's) unless the task is given `driver_memory` or `executor_memory` itself.
 A validation of a copy of at most `validation.in_process_max_records` records runs in the task itself,
 without Spark (`validate.py --in-process`): a Spark application's start would take most of the stage.
 """
@@ -60,6 +62,9 @@ class MigrationSparkSubmitOperator(SparkSubmitOperator):
 
         # Spark resolves the connector itself (--packages), into the project's Ivy cache.
         packages = job_packages()
+        # The plan's JVM heaps (2g by default, as a local session's), unless this task was given its own.
+        self._driver_memory = self._driver_memory or hook.plan.backfill.spark_driver_memory
+        self._executor_memory = self._executor_memory or hook.plan.backfill.spark_executor_memory
         self.packages, self.exclude_packages = ",".join(packages.packages), ",".join(packages.excludes)
         self.conf = {**(self.conf or {}), "spark.jars.ivy": packages.conf()["spark.jars.ivy"]}
         job_dir = tempfile.mkdtemp(prefix="mirror-engine-job-")  # mode 0700
