@@ -14,6 +14,7 @@ from mirror_engine.kafka import read_to_end
 from mirror_engine.mm2 import Heartbeat, OffsetSync
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator, copy_contract
+from mirror_engine.replication.offset_syncs import OffsetSyncWriter
 from tests.integration.kafka_data import (
     produce,
     produce_transactions,
@@ -97,13 +98,24 @@ def test_offset_syncs_translate_every_copied_offset_exactly(kafka_pair, mixed_so
 def test_a_full_producer_queue_holds_offset_syncs_back_in_order(kafka_pair, mixed_source, monkeypatch,
                                                                  exactly_once):
     # The records' delivery callbacks write offset-syncs while the copy loop waits for room in the same
-    # producer queue: with room for 5 records, the queue is full at nearly every callback.
+    # producer queue: with room for 5 records, the queue is full at nearly every callback (and the test says so
+    # if none was held back).
     monkeypatch.setattr(copy_contract, "QUEUE_MAX_MESSAGES", 5)
+    held: list[int] = []
+    send = OffsetSyncWriter.send
+
+    def counted_send(writer: OffsetSyncWriter, state, source: int, target: int) -> None:
+        before = len(writer.unsent)
+        send(writer, state, source, target)
+        held.extend([source] if len(writer.unsent) > before else [])
+
+    monkeypatch.setattr(OffsetSyncWriter, "send", counted_send)
     source, target = kafka_pair
     plan = make_plan(source, target, mixed_source, engine={"exactly_once": exactly_once})
     summary = Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=180,
                                                                                    until_caught_up=True)
     assert summary.ok, summary.failed_partitions
+    assert held, "no offset-sync was held back: the test no longer tests the hold-back"
     # The compacted topic is left out: the copy takes long enough here for the cleaners of both clusters to run
     # at different times, so the two logs may differ by what compaction removed (the copy itself is exact).
     topics = [(topic, n) for topic, n in _all_topics(mixed_source) if not topic.endswith("compacted")]
