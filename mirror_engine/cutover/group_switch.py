@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
@@ -110,34 +111,40 @@ class GroupSwitcher:
     def switch(self, group: str, *, fence: bool = False, timeout_s: float | None = None) -> GroupSwitchReport:
         """Move `group` to the target at exactly the records it would have read next on the source."""
         timeout = timeout_s or self.plan.cutover.wait_timeout_s
-        done = self._before_switch(group, fence)
-        if done is not None:
-            return done
-        waited = time.monotonic()
-        ready = self._ready_check(group, fence)
-        try:
+
+        def wait(ready: GroupReadyToSwitch) -> None:
             wait_until_ready(ready, timeout, outcome="nothing was committed on the target",
                              hint="stop its consumers on the source, or fence it")
-            return self._commit_and_prove(group, ready, fence, waited)
-        finally:
-            ready.close()
+
+        answer = self._switch_when_ready(group, fence, wait)
+        assert isinstance(answer, GroupSwitchReport)  # `wait` returns only once the group is ready
+        return answer
 
     def switch_if_ready(self, group: str, *, fence: bool = False) -> GroupSwitchReport | Readiness:
         """One look at `group`: switched now (its report), switched before (its stored report), or what it still
         waits for (a Readiness not done). Refusals, and a group that can never switch, raise SwitchError as
         `switch` does; nothing was committed then."""
+
+        def look(ready: GroupReadyToSwitch) -> Readiness | None:
+            readiness = ready.check()
+            if readiness.failed:
+                raise SwitchError(f"{readiness.failed}: nothing was committed on the target")
+            return None if readiness.done else readiness
+
+        return self._switch_when_ready(group, fence, look)
+
+    def _switch_when_ready(self, group: str, fence: bool,
+                           wait: Callable[[GroupReadyToSwitch], Readiness | None]) -> GroupSwitchReport | Readiness:
+        """The stored report of a switch done before; else the group's readiness checked by `wait`, which returns
+        what it still waits for (nothing committed) or None once it is ready: then committed and proven."""
         done = self._before_switch(group, fence)
         if done is not None:
             return done
         waited = time.monotonic()
         ready = self._ready_check(group, fence)
         try:
-            readiness = ready.check()
-            if readiness.failed:
-                raise SwitchError(f"{readiness.failed}: nothing was committed on the target")
-            if not readiness.done:
-                return readiness
-            return self._commit_and_prove(group, ready, fence, waited)
+            pending = wait(ready)
+            return pending if pending is not None else self._commit_and_prove(group, ready, fence, waited)
         finally:
             ready.close()
 

@@ -4,6 +4,7 @@ DAGs with it and the cockpit finds the plan of a DAG again with it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kafka_migration.plan_dags import migration_dag_id, plan_of, plans_folder, validation_dag_id
 
@@ -32,10 +33,8 @@ def test_nothing_else_spells_the_dag_prefix_or_the_plans_variable():
     assert spelled == []
 
 
-def test_a_plan_of_1000_groups_parses_to_tasks_that_do_not_carry_the_list_and_its_run_switches_them(
-        monkeypatch, tmp_path):
-    """Airflow copies the DAG's params into each of its tasks at parse time: the plan's groups are left out of them
-    (so that parse does not grow with the groups) and read by the run's `groups` task."""
+def _bag_of_a_plan_of_1000_groups(monkeypatch, tmp_path: Path) -> tuple[list[str], Any]:
+    """The migration DAG file parsed with one plan, `big`, naming 1,000 groups in `cutover.groups`."""
     import yaml
     from airflow.dag_processing.dagbag import DagBag
 
@@ -46,6 +45,14 @@ def test_a_plan_of_1000_groups_parses_to_tasks_that_do_not_carry_the_list_and_it
         "cutover": {"groups": groups}}))
     monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(tmp_path))
     bag = DagBag(dag_folder=str(ROOT / "dags" / "migrations.py"))
+    return groups, bag
+
+
+def test_a_plan_of_1000_groups_parses_to_tasks_that_do_not_carry_the_list_and_its_run_switches_them(
+        monkeypatch, tmp_path):
+    """Airflow copies the DAG's params into each of its tasks at parse time: the plan's groups are left out of them
+    (so that parse does not grow with the groups) and read by the run's `groups` task."""
+    groups, bag = _bag_of_a_plan_of_1000_groups(monkeypatch, tmp_path)
     assert not bag.import_errors, bag.import_errors
     dag = bag.get_dag(migration_dag_id("big"))
     assert all(task.params.dump().get("groups") is None for task in dag.tasks)
@@ -60,17 +67,9 @@ def test_a_run_of_1000_groups_switches_them_in_a_few_dozen_task_instances(monkey
     """A task instance costs a process, a parse of the DAG file and its own clients: the switch_groups stage maps
     one task over batches of groups (every group in exactly one, in order), not tasks per group (it mapped three
     per group over the groups: a fence task even when the run does not fence, the wait, the switch)."""
-    import yaml
-    from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-    groups = [f"app-{i:04d}" for i in range(1000)]
-    (tmp_path / "big.yaml").write_text(yaml.safe_dump({
-        "name": "big", "source": {"alias": "src", "bootstrap_servers": "127.0.0.1:1"},
-        "target": {"alias": "tgt", "bootstrap_servers": "127.0.0.1:2"}, "topics": {"include": ["orders"]},
-        "cutover": {"groups": groups}}))
-    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(tmp_path))
-    bag = DagBag(dag_folder=str(ROOT / "dags" / "migrations.py"))
+    groups, bag = _bag_of_a_plan_of_1000_groups(monkeypatch, tmp_path)
     dag = bag.get_dag(migration_dag_id("big"))
     stage = [task for task in dag.tasks if task.task_id.startswith("switch_groups.")]
     mapped = [task for task in stage if isinstance(task, MappedOperator)]
