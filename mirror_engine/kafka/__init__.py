@@ -18,6 +18,7 @@ from mirror_engine.kafka.clusters import (
     describe_cluster,
     describe_plan_clusters,
 )
+from mirror_engine.kafka.concurrent_reads import at_once
 from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authorizer, place_fence, remove_fence
 from mirror_engine.kafka.groups import (
     ENGINE_GROUP_PREFIX,
@@ -45,6 +46,7 @@ from mirror_engine.kafka.record_sizes import (
 )
 from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, assign_known, consume_available
 from mirror_engine.kafka.topics import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     ClusterState,
     ConfigFilter,
     TopicState,
@@ -53,6 +55,9 @@ from mirror_engine.kafka.topics import (
     list_topic_metadata,
     metadata_of,
     metric_name,
+    partition_bounds,
+    record_limit,
+    stamps_log_append_time,
     syncable_configs,
     topic_name_problem,
     topic_overrides,
@@ -61,6 +66,7 @@ from mirror_engine.kafka.topics import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "ENGINE_GROUP_PREFIX",
     "FENCE_OPTION",
     "RECORD_BATCH_OVERHEAD",
@@ -79,6 +85,7 @@ __all__ = [
     "acl_sync_skipped",
     "admin_client",
     "assign_known",
+    "at_once",
     "batch_size_alone",
     "commit_offsets",
     "commit_offsets_of",
@@ -104,13 +111,16 @@ __all__ = [
     "list_topic_metadata",
     "metadata_of",
     "metric_name",
+    "partition_bounds",
     "place_fence",
     "plan_groups",
     "raw_size_budget",
     "read_acls",
     "read_to_end",
+    "record_limit",
     "record_size",
     "remove_fence",
+    "stamps_log_append_time",
     "syncable_configs",
     "too_old",
     "topic_name_problem",

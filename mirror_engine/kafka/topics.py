@@ -11,6 +11,8 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
 
+from mirror_engine.kafka.clusters import admin_client
+from mirror_engine.kafka.concurrent_reads import at_once
 from mirror_engine.plan import compile_any
 
 # Config sources that are explicit settings on the source cluster, so they are carried over.
@@ -39,6 +41,10 @@ class TopicState:
     topic_id: str = ""
     # Source side: False when the principal may not read the topic's configs, so `configs` says nothing.
     configs_read: bool = True
+    # Target side: the largest record batch the topic takes (its max.message.bytes, set or inherited; 0: not read)
+    # and whether the broker stamps its records' time (LogAppendTime), for the engine about to write to it.
+    max_message_bytes: int = 0
+    log_append_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class ClusterState:
     topics_with_data: frozenset[str] = frozenset()
     # Target side: every topic on the cluster, the plan's or not (a new name must not collide with any).
     all_topic_names: frozenset[str] = frozenset()
+    # Target side: the end offset of each partition of the topics whose data was looked at, when it was read.
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 # Kafka's `Topic.validate`: what a broker refuses as a topic name.
@@ -135,6 +143,21 @@ def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, st
     }
 
 
+# A topic's max.message.bytes when neither it nor its broker says (Kafka's default).
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+
+
+def record_limit(entries: list) -> int:
+    """The largest record batch a topic takes, from its config entries: its max.message.bytes, set or inherited."""
+    value = next((entry.value for entry in entries if entry.name == "max.message.bytes"), None)
+    return int(value or DEFAULT_MAX_MESSAGE_BYTES)
+
+
+def stamps_log_append_time(entries: list) -> bool:
+    """Whether the broker replaces the time of the records written to the topic (message.timestamp.type)."""
+    return any(entry.name == "message.timestamp.type" and entry.value == "LogAppendTime" for entry in entries)
+
+
 def topic_overrides(entries: list) -> dict[str, str]:
     """A topic's own settings (set on the topic itself)."""
     return {
@@ -144,16 +167,20 @@ def topic_overrides(entries: list) -> dict[str, str]:
     }
 
 
-def topics_holding_data(
-    admin: AdminClient, partitions: dict[str, int], timeout_s: float = 15.0
-) -> frozenset[str]:
-    """The topics of `partitions` ({topic: count}) where some partition holds at least one record."""
-    if not partitions:
-        return frozenset()
-    tps = [TopicPartition(topic, p) for topic, count in partitions.items() for p in range(count)]
-    start = list_offsets(admin, tps, OffsetSpec.earliest(), timeout_s)
-    end = list_offsets(admin, tps, OffsetSpec.latest(), timeout_s)
-    return frozenset(topic for (topic, p), offset in end.items() if offset > start[(topic, p)])
+def partition_bounds(
+    config: dict[str, str], tps: list[TopicPartition], timeout_s: float = 15.0
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(earliest, latest) offsets of the partitions `tps`, the two asked at once."""
+    if not tps:
+        return {}
+    start, end = at_once(lambda: list_offsets(admin_client(config), tps, OffsetSpec.earliest(), timeout_s),
+                         lambda: list_offsets(admin_client(config), tps, OffsetSpec.latest(), timeout_s))
+    return {key: (start[key], end[key]) for key in end}
+
+
+def topics_holding_data(bounds: dict[tuple[str, int], tuple[int, int]]) -> frozenset[str]:
+    """The topics where some partition holds at least one record, by the partitions' `partition_bounds`."""
+    return frozenset(topic for (topic, _), (earliest, latest) in bounds.items() if latest > earliest)
 
 
 _RETRIABLE = frozenset({
@@ -177,6 +204,12 @@ def metadata_of(client: Any, names: Collection[str], timeout_s: float = 15.0) ->
     return client.list_topics(timeout=timeout_s).topics
 
 
+# The client matches a ListOffsets answer to the partitions asked in time growing with the square of their number:
+# 10,000 partitions asked in one call took 1.2 to 1.4 s, in 20 calls of 500 sent together 0.3 s (measured on a
+# local broker), and 1,000 at once cost no more than 500.
+LIST_OFFSETS_BATCH = 500
+
+
 def list_offsets(
     admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, timeout_s: float = 15.0,
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
@@ -185,10 +218,13 @@ def list_offsets(
     deadline = time.monotonic() + timeout_s
     backoff = 0.05  # a new topic's leader answers within a few hundred ms: look again soon, then less often
     while True:
-        futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout_s,
-                                     isolation_level=isolation_level)
+        # In requests of LIST_OFFSETS_BATCH partitions sent together, not one for all (see LIST_OFFSETS_BATCH).
+        asked = [admin.list_offsets({tp: spec for tp in tps[start:start + LIST_OFFSETS_BATCH]},
+                                    request_timeout=timeout_s, isolation_level=isolation_level)
+                 for start in range(0, len(tps), LIST_OFFSETS_BATCH)]
         try:
-            return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+            return {(tp.topic, tp.partition): future.result().offset
+                    for futures in asked for tp, future in futures.items()}
         except KafkaException as error:
             if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
                 raise

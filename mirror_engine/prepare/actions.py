@@ -62,6 +62,9 @@ class PreparePlan:
     # The flow's internal topics missing on the target (name -> configs, one partition each): a full apply creates
     # them in the same request as the target topics, so the engine finds them served when it starts.
     internal_topics: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The target as read for this plan (its topics, their limits, the ends of the partitions looked at): the engine
+    # starts from it instead of asking again.
+    target: ClusterState | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -3,7 +3,9 @@ nothing)."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, KafkaException
+from dataclasses import replace
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.flow import InternalTopics
@@ -14,13 +16,17 @@ from mirror_engine.kafka import (
     TopicState,
     acl_sync_skipped,
     admin_client,
+    at_once,
     config_sync_skipped,
     describe_plan_clusters,
     describe_topic_configs,
     fence_problem,
     list_topic_metadata,
+    partition_bounds,
     plan_groups,
     read_acls,
+    record_limit,
+    stamps_log_append_time,
     syncable_configs,
     too_old,
     topic_overrides,
@@ -41,13 +47,16 @@ from mirror_engine.prepare.source_access import (
 )
 from mirror_engine.prepare.target_configs import TargetConfigs, adapt_source_configs, unsynced_log_append_time
 
+Listing = tuple[int, dict[str, tuple[int, int, str]]]  # what `list_topic_metadata` says of a cluster
+
 
 def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
-                      notes: list[str] | None = None) -> ClusterState:
+                      notes: list[str] | None = None, listing: Listing | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
     it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
-    LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`."""
-    broker_count, metadata = list_topic_metadata(admin)
+    LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`.
+    `listing`: the source's topics as just listed (not asked again)."""
+    broker_count, metadata = listing if listing is not None else list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
     entries: dict[str, list] = {}
@@ -86,25 +95,33 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
 
 
 def read_target_state(
-    admin: AdminClient, plan: MigrationPlan, target_topics: list[str], read_target_acls: bool = True,
-    managed_topics: frozenset[str] = frozenset(),
+    admin: AdminClient, config: dict[str, str], plan: MigrationPlan, target_topics: list[str],
+    read_target_acls: bool = True, managed_topics: frozenset[str] = frozenset(), listing: Listing | None = None,
+    ends_of_managed: bool = False,
 ) -> ClusterState:
     """The target as far as the plan's topics go: the remote topics that exist, their data and configs. Whether
     records are in them is asked only of those the flow does not manage already (`managed_topics`, whose records
-    are its own): the engine's refreshes ask no partition's offsets of the topics it copies into."""
-    broker_count, metadata = list_topic_metadata(admin)
+    are its own): the engine's refreshes ask no partition's offsets of the topics it copies into. With
+    `ends_of_managed` (the engine's start, which needs every end) those are asked too, beside the configs.
+    `listing`: the target's topics as just listed (not asked again)."""
+    broker_count, metadata = listing if listing is not None else list_topic_metadata(admin)
     existing = sorted(name for name in target_topics if name in metadata)
-    entries = describe_topic_configs(admin, existing)
-    topics = {
-        name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]))
-        for name in existing
-    }
+    looked_at = [TopicPartition(name, partition) for name in existing if ends_of_managed or name not in managed_topics
+                 for partition in range(metadata[name][0])]
     # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
     # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
-    with_data = topics_holding_data(admin, {name: metadata[name][0] for name in existing if name not in managed_topics},
-                                    timeout_s=60)
+    entries, bounds = at_once(lambda: describe_topic_configs(admin, existing),
+                              lambda: partition_bounds(config, looked_at, timeout_s=60))
+    topics = {
+        name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]),
+                         max_message_bytes=record_limit(entries[name]),
+                         log_append_time=stamps_log_append_time(entries[name]))
+        for name in existing
+    }
+    with_data = topics_holding_data({key: bound for key, bound in bounds.items() if key[0] not in managed_topics})
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
-    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata))
+    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata),
+                        ends={key: latest for key, (_, latest) in bounds.items()})
 
 
 def plan_preparation(
@@ -115,6 +132,7 @@ def plan_preparation(
     best_effort: bool = False,
     target_configs: TargetConfigs | None = None,
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
+    ends_of_managed: bool = False,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
@@ -124,29 +142,43 @@ def plan_preparation(
     and ACLs), not the topics' READ nor the groups. Source configs the target refuses are translated or dropped
     (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
     `clusters`: both clusters as the caller just described them (`describe_plan_clusters`): not asked again.
+    `ends_of_managed`: ask the ends of the managed topics' partitions too (`read_target_state`); what was read of
+    the target stays in `prepared.target`.
     """
     if clusters is None:
         describe_plan_clusters(plan, source_config, target_config)
-    source_admin = admin_client(source_config)
+    source_admin, target_admin = admin_client(source_config), admin_client(target_config)
     denials: list[Denial] = []
     notes: list[str] = []
-    source = read_source_state(source_admin, plan, denials, notes)
     asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
+    # Both clusters at the same time: their topics first, then the plan's topics' configs, data and ACLs on each.
+    source_listing, target_listing = at_once(lambda: list_topic_metadata(source_admin),
+                                             lambda: list_topic_metadata(target_admin))
+
+    def read_source() -> ClusterState:
+        state = read_source_state(source_admin, plan, denials, notes, listing=source_listing)
+        if not best_effort:
+            denials.extend(topic_denial(DATA_COPY, "READ", unreadable_topics(source_admin, sorted(state.topics))))
+            groups = undescribable_groups(source_admin, plan_groups(source_admin, plan))
+            if groups:
+                denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
+        return state
+
+    policy = plan.policy()
+    remote_names = [policy.format_remote_topic(plan.source.alias, name)
+                    for name in sorted(name for name in source_listing[1] if plan.replicates_topic(name))]
+    source, target = at_once(read_source, lambda: read_target_state(
+        target_admin, target_config, plan, remote_names, read_target_acls=False, managed_topics=managed_topics,
+        listing=target_listing, ends_of_managed=ends_of_managed))
     if not best_effort:
         asked.append(GROUP_OFFSET_SYNC)
-        denials += topic_denial(DATA_COPY, "READ", unreadable_topics(source_admin, sorted(source.topics)))
-        groups = undescribable_groups(source_admin, plan_groups(source_admin, plan))
-        if groups:
-            denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
-    policy = plan.policy()
-    remote_names = [policy.format_remote_topic(plan.source.alias, name) for name in source.topics]
-    target_admin = admin_client(target_config)
+    if plan.sync.acls and source.acls:  # the target's ACLs matter only where the source has some to carry over
+        target = replace(target, acls=read_acls(target_admin))
     if plan.sync.configs:
         source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
         notes += adapted
-    target = read_target_state(target_admin, plan, remote_names, read_target_acls=bool(source.acls),
-                               managed_topics=managed_topics)
     prepared = compute_actions(plan, source, target, managed_topics)
+    prepared.target = target
     prepared.config_notes = notes
     prepared.internal_topics = {name: configs for name, configs in InternalTopics.for_plan(plan).specs().items()
                                 if name not in target.all_topic_names}

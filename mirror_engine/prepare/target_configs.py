@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.kafka import ClusterState
+from mirror_engine.kafka import ClusterState, stamps_log_append_time
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +133,7 @@ def adapt_source_configs(
 
 def unsynced_log_append_time(entries: dict[str, list], excluded: Callable[[str], bool]) -> list[str]:
     """What the target's timestamps are for LogAppendTime source topics when the plan leaves the type unsynced."""
-    topics = {name for name, items in entries.items()
-              if any(e.name == "message.timestamp.type" and e.value == "LogAppendTime" for e in items)}
+    topics = {name for name, items in entries.items() if stamps_log_append_time(items)}
     if not topics or not excluded("message.timestamp.type"):
         return []
     return [ConfigNote("message.timestamp.type=LogAppendTime", (

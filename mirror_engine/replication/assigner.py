@@ -16,9 +16,19 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
-from mirror_engine.kafka import describe_topic_configs, list_offsets, metadata_of
+from mirror_engine.kafka import (
+    ClusterState,
+    admin_client,
+    at_once,
+    describe_topic_configs,
+    list_offsets,
+    metadata_of,
+    partition_bounds,
+    record_limit,
+    stamps_log_append_time,
+)
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.replication.clients import DEFAULT_MAX_MESSAGE_BYTES, EngineClients
+from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.faults import EngineError, Faults
@@ -55,6 +65,7 @@ class PartitionAssigner:
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
+        self.target_at_start: ClusterState | None = None  # see `starting_from`
         # The progress topic, followed from the engine's start: a rebalance reads only what was stored since.
         self.progress = ProgressFollower(clients.target_config, side.topics.progress)
 
@@ -149,18 +160,31 @@ class PartitionAssigner:
         start and resumed instead of assigned."""
         if not new:
             return
-        source_admin, target_admin = self.clients.source_admin, self.clients.target_admin
         topics = sorted({topic for topic, _ in new})
-        self.describe_targets(topics)
-        ids = _topic_ids(source_admin, topics)
-        # Longer than the default wait: either cluster may still be electing the leaders of topics just created
-        # (thousands of partitions on a busy broker take more than the default 15 s).
-        earliest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.earliest(),
-                                timeout_s=60)
-        latest = list_offsets(source_admin, [TopicPartition(t, p) for t, p in new], OffsetSpec.latest(), timeout_s=60)
-        target_ends = list_offsets(
-            target_admin, [TopicPartition(self.target_topic[t], p) for t, p in new], OffsetSpec.latest(), timeout_s=60
-        )
+        for topic in topics:
+            self.target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
+        # What the engine's start read of the target already (`starting_from`) is not asked again.
+        wanted = {self.target_topic[t] for t in topics}
+        known = self.target_at_start or ClusterState(0, {})
+        limits = {target: (state.max_message_bytes, state.log_append_time)
+                  for target, state in known.topics.items() if target in wanted}
+        target_ends = {(self.target_topic[t], p): known.ends[(self.target_topic[t], p)] for t, p in new
+                       if (self.target_topic[t], p) in known.ends}
+        ends_asked = [TopicPartition(self.target_topic[t], p) for t, p in new
+                      if (self.target_topic[t], p) not in target_ends]
+        # Everything at once, each through clients of its own. Longer than the default wait: either cluster may still
+        # be electing the leaders of topics just created (thousands of partitions on a busy broker take more than the
+        # default 15 s).
+        ids, bounds, ends_read, limits_read = at_once(
+            lambda: _topic_ids(admin_client(self.clients.source_config), topics),
+            lambda: partition_bounds(self.clients.source_config, [TopicPartition(t, p) for t, p in new], timeout_s=60),
+            lambda: list_offsets(admin_client(self.clients.target_config), ends_asked, OffsetSpec.latest(),
+                                 timeout_s=60),
+            lambda: _target_limits(self.clients.target_admin, sorted(wanted - set(limits))))
+        self._learn_targets({**limits, **limits_read})
+        target_ends.update(ends_read)
+        earliest = {key: bound[0] for key, bound in bounds.items()}
+        latest = {key: bound[1] for key, bound in bounds.items()}
         self.producer_knows(new)
         starts = self._fresh_starts([key for key in new if key not in self.stored], earliest, latest)
         gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
@@ -327,18 +351,25 @@ class PartitionAssigner:
                      len(keys) - len(ready))
         return ready
 
+    def starting_from(self, target: ClusterState | None) -> None:
+        """The target as the engine's start just read it (its topics' limits, its partitions' ends): the assignment
+        made at start takes what it needs from there instead of asking again (None: ask)."""
+        self.target_at_start = target
+
     def describe_targets(self, topics: list[str]) -> None:
         """Learn the target topics' record limits (lowering the producer's batches to fit) and timestamp types."""
         for topic in topics:
             self.target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
-        targets = [self.target_topic[t] for t in topics]
-        for target, entries in describe_topic_configs(self.clients.target_admin, targets).items():
-            configs = {entry.name: entry.value for entry in entries}
-            limit = int(configs.get("max.message.bytes") or DEFAULT_MAX_MESSAGE_BYTES)
+        self._learn_targets(_target_limits(self.clients.target_admin, [self.target_topic[t] for t in topics]))
+
+    def _learn_targets(self, limits: dict[str, tuple[int, bool]]) -> None:
+        """{target topic: (max.message.bytes, LogAppendTime)}: record limits kept (the producer's batches lowered to
+        fit), LogAppendTime said."""
+        for target, (limit, log_append_time) in sorted(limits.items()):
             self.clients.record_limits[target] = limit
             if limit < self.clients.batch_cap:
                 self.lower_batch_cap(limit, target)
-            if configs.get("message.timestamp.type") == "LogAppendTime":
+            if log_append_time:
                 log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
                             "by the target broker's time", target)
 
@@ -379,6 +410,12 @@ def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, lates
         return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
                 "they were copied")
     return ""
+
+
+def _target_limits(admin: AdminClient, targets: list[str]) -> dict[str, tuple[int, bool]]:
+    """{target topic: (max.message.bytes, LogAppendTime)} as the target says now."""
+    return {target: (record_limit(entries), stamps_log_append_time(entries))
+            for target, entries in describe_topic_configs(admin, targets).items()}
 
 
 def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:

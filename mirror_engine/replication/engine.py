@@ -200,7 +200,10 @@ class Replicator:
         self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
         if self.flow_state != "stopped":
+            # The target as the preparation just read it serves this first assignment only.
+            self.assigner.starting_from(self.upkeep.target_read if self.membership_kind.takes_all_at_start else None)
             self.membership.acquire()
+            self.assigner.starting_from(None)
         else:
             log.info("the flow is stopped: waiting for `mirror-engine flows start`")
 

@@ -35,6 +35,9 @@ class Membership:
     prepares_beside_others = False
     # Others store the progress of partitions this member may be given: follow the progress topic as it grows.
     follows_progress = False
+    # Assigns itself every partition as it starts, as the only writer of the flow's target partitions: the target as
+    # the start-up just read it is still the target then (a worker's partitions come later, others write meanwhile).
+    takes_all_at_start = False
 
     def __init__(self, plan: MigrationPlan, worker_id: str, clients: EngineClients, assigner: PartitionAssigner,
                  delivery: DeliveryMode, states: dict[TopicPartitionKey, PartitionState], faults: Faults) -> None:
@@ -96,6 +99,7 @@ class Membership:
 
 class SingleProcess(Membership):
     mode = "single"
+    takes_all_at_start = True
 
     @staticmethod
     def transaction_member(worker_id: str) -> str:

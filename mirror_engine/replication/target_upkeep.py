@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from mirror_engine.flow import managed_target_topics
-from mirror_engine.kafka import ClusterInfo
+from mirror_engine.kafka import ClusterInfo, ClusterState
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import Action, PreparePlan, TargetConfigs, prepare_target, render_actions
 from mirror_engine.replication.faults import EngineError, Faults
@@ -30,20 +31,25 @@ class TargetUpkeep:
         self._warned: set[str] = set()
         self.faults = faults or Faults()
         self.target_configs = TargetConfigs()  # the target asked once per process about each source config
+        # The target as the last preparation read it, without the topics it changed since: see `prepare`.
+        self.target_read: ClusterState | None = None
 
     def prepare(self, managed: frozenset[str], initial: bool,
                 clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> list[str] | None:
         """Create or update the target's topics (idempotent); the plan's source topics that can be copied (those
         whose target topic the target refused are left out, logged and in the status; the next refresh tries
         again). Problems that forbid any change raise at the start (`initial`). `clusters`: both clusters as just
-        described by the caller (not asked again)."""
+        described by the caller (not asked again). At the start the ends of every target partition are read too, and
+        what was read stays in `target_read` for the first assignment (the topics the preparation changed left out)."""
         failures = ""
         for attempt in range(3):
             preparation = prepare_target(self.plan, self.source_config, self.target_config, apply=True,
                                          managed_topics=managed, best_effort=True, target_configs=self.target_configs,
                                          clusters=clusters, internal_topics=False,  # the engine made them
-                                         on_planned=self._planned)
+                                         ends_of_managed=initial, on_planned=self._planned)
             prepared, result = preparation.prepared, preparation.applied
+            self.target_read = _unchanged(prepared.target, preparation.actions) if result is None or \
+                not result.failed else None
             if prepared.problems and self.beside_others and attempt < 2:
                 # Another worker of the flow may have just created a topic and copied into it: its progress
                 # (committed within a progress interval) makes the topic the flow's. Look again after that.
@@ -92,6 +98,15 @@ class TargetUpkeep:
             log.info("topic %s: the target is ready for it now: copying it", topic)
         self.faults.blocked_topics = blocked
         return [topic for topic in source_topics if topic not in blocked]
+
+
+def _unchanged(target: ClusterState | None, actions: list[Action]) -> ClusterState | None:
+    """What was read of the target, without the topics the actions changed (their configs or partitions)."""
+    if target is None:
+        return None
+    changed = {action.resource for action in actions if action.kind != "create_acl"}
+    return replace(target, topics={name: state for name, state in target.topics.items() if name not in changed},
+                   ends={key: end for key, end in target.ends.items() if key[0] not in changed})
 
 
 def _blocked(failed: list[tuple[Action, str]]) -> dict[str, str]:

@@ -45,7 +45,7 @@ class _Counted:
         self.consumer_settings: dict[str, Any] = {}
         real_list_offsets, real_consumer = status_reporter.list_offsets, engine_clients.Consumer
         real_publish = status_reporter.StatusReporter.publish
-        real_holding, real_prepare = target_reading.topics_holding_data, TargetUpkeep.prepare
+        real_bounds, real_prepare = target_reading.partition_bounds, TargetUpkeep.prepare
 
         def list_offsets(admin: Any, tps: list, *args: Any, **kwargs: Any) -> Any:
             self.ends_asked += len(tps)
@@ -59,9 +59,9 @@ class _Counted:
             self.intervals += not exiting
             real_publish(reporter, exiting)
 
-        def topics_holding_data(admin: Any, partitions: dict[str, int], *args: Any, **kwargs: Any) -> Any:
-            self.target_partitions_asked += sum(partitions.values())
-            return real_holding(admin, partitions, *args, **kwargs)
+        def partition_bounds(config: Any, tps: list, *args: Any, **kwargs: Any) -> Any:
+            self.target_partitions_asked += len(tps)
+            return real_bounds(config, tps, *args, **kwargs)
 
         def prepare(upkeep: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None) -> Any:
             result = real_prepare(upkeep, managed, initial, clusters)
@@ -69,7 +69,7 @@ class _Counted:
             return result
 
         monkeypatch.setattr(status_reporter, "list_offsets", list_offsets)
-        monkeypatch.setattr(target_reading, "topics_holding_data", topics_holding_data)
+        monkeypatch.setattr(target_reading, "partition_bounds", partition_bounds)
         monkeypatch.setattr(TargetUpkeep, "prepare", prepare)
         monkeypatch.setattr(engine_clients, "Consumer", consumer)
         monkeypatch.setattr(status_reporter.StatusReporter, "publish", publish)

@@ -1,0 +1,26 @@
+"""Reads of the clusters made at the same time instead of one after another.
+
+Start-up asks both clusters for thousands of partitions' metadata, configs and offsets: each request waits on a
+broker, not on this process, so independent ones overlap. A broker answers the requests of one connection in
+order, one at a time, so reads meant to overlap on the same cluster go through admin clients of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+
+def at_once(*reads: Callable[[], Any]) -> list[Any]:
+    """The results of `reads`, each run in a thread of its own, in their order. When some raise, every read is still
+    waited for (none is left running), then the first one's error is raised."""
+    if len(reads) == 1:
+        return [reads[0]()]
+    with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
+        futures = [pool.submit(read) for read in reads]
+        errors = [future.exception() for future in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [future.result() for future in futures]
