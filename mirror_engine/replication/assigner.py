@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
@@ -374,17 +375,25 @@ class PartitionAssigner:
                             "by the target broker's time", target)
 
     def producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
-        """Refresh the producer's metadata until it sees the target partitions (produce() to a partition its
-        cache does not hold fails at once, and the cache of a topic that just grew may be minutes old)."""
+        """Refresh the metadata of the producers of these partitions' records until each sees its target partitions
+        (produce() to a partition its cache does not hold fails at once, and the cache of a topic that just grew may
+        be minutes old); the producers are asked at the same time."""
         deadline = time.monotonic() + timeout_s
         needed: dict[str, int] = {}
         for topic, partition in partitions:
             target = self.target_topic[topic]
             needed[target] = max(needed.get(target, 0), partition + 1)
+        records = self.clients.records
+        records.spread(len(self.source_topics), sorted(needed))
         while True:
-            shown = metadata_of(self.clients.producer, needed, timeout_s)
-            short = {target: count for target, count in needed.items()
-                     if target not in shown or len(shown[target].partitions) < count}
+            asked: dict[int, tuple[Producer, dict[str, int]]] = {}
+            for target, count in needed.items():
+                producer = records.of(target)
+                asked.setdefault(id(producer), (producer, {}))[1][target] = count
+            shown = at_once(*(_shown_by(producer, wanted, timeout_s) for producer, wanted in asked.values()))
+            short = {target: count for (_, wanted), seen in zip(asked.values(), shown, strict=True)
+                     for target, count in wanted.items()
+                     if target not in seen or len(seen[target].partitions) < count}
             if not short:
                 return
             if time.monotonic() > deadline:
@@ -394,6 +403,10 @@ class PartitionAssigner:
                                      else ""))
             needed = short
             time.sleep(0.2)
+
+
+def _shown_by(producer: Producer, targets: dict[str, int], timeout_s: float) -> Callable[[], dict[str, Any]]:
+    return lambda: metadata_of(producer, targets, timeout_s)
 
 
 def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, latest: int) -> str:

@@ -18,9 +18,10 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.flow import InternalTopics, ensure_internal_topics
-from mirror_engine.kafka import admin_client, describe_topic_configs
+from mirror_engine.kafka import admin_client, describe_topic_configs, record_limit
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.copy_contract import target_producer_settings
+from mirror_engine.replication.record_producers import MOST_PRODUCERS, RecordProducers
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -29,7 +30,6 @@ log = logging.getLogger("mirror_engine.replication.engine")
 # Measured by bench/soak_memory.py (its table is in bench/README.md).
 PREFETCH_MIN_MESSAGES = 10_000
 PREFETCH_MAX_KBYTES = 8 * 1024
-DEFAULT_MAX_MESSAGE_BYTES = 1048588
 
 
 @dataclass
@@ -48,16 +48,18 @@ class EngineClients:
     source_admin: AdminClient
     target_admin: AdminClient
     consumer: Consumer
-    producer: Producer
+    producer: Producer  # the side records' (and, where the records are not spread, the records')
     producer_settings: dict[str, Any]
-    batch_cap: int  # the producer's batch.size
+    batch_cap: int  # the producers' batch.size
+    records: RecordProducers  # which producer writes each target topic's records
     record_limits: dict[str, int] = field(default_factory=dict)  # target topic -> its max.message.bytes
 
     @classmethod
     def connect(cls, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
                 group_id: str, membership_settings: dict[str, Any], transactional_id: str | None,
                 callbacks: ClientCallbacks) -> EngineClients:
-        """Make sure the flow's internal topics exist and build every client (both clusters answered the caller)."""
+        """Make sure the flow's internal topics exist and build every client (both clusters answered the caller).
+        With a transaction, every record goes through the one producer that holds it (see `RecordProducers`)."""
         source_admin, target_admin = admin_client(source_config), admin_client(target_config)
         topics = InternalTopics.for_plan(plan)
         ensure_internal_topics(target_admin, topics)
@@ -97,21 +99,20 @@ class EngineClients:
             "error_cb": callbacks.on_source_error,
             **membership_settings,
         })
-        return cls(plan, source_config, target_config, source_admin, target_admin, consumer,
-                   Producer(producer_settings), producer_settings, batch_cap)
+        producer = Producer(producer_settings)
+        records = RecordProducers(producer, producer_settings, most=1 if transactional_id else MOST_PRODUCERS)
+        return cls(plan, source_config, target_config, source_admin, target_admin, consumer, producer,
+                   producer_settings, batch_cap, records)
 
     def rebuild_producer(self, batch_cap: int) -> Producer:
-        """A new producer with smaller batches (the caller drained the old one)."""
+        """New producers with smaller batches (the caller drained the old ones)."""
         self.batch_cap = batch_cap
         self.producer_settings["batch.size"] = max(1, batch_cap)
         self.producer = Producer(self.producer_settings)
+        self.records.rebuild(self.producer, self.producer_settings)
         return self.producer
 
 
 def topic_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     """Each target topic's `max.message.bytes` (its override, or the target broker's default)."""
-    limits = {}
-    for topic, entries in describe_topic_configs(admin, topics).items():
-        configs = {entry.name: entry.value for entry in entries}
-        limits[topic] = int(configs.get("max.message.bytes") or DEFAULT_MAX_MESSAGE_BYTES)
-    return limits
+    return {topic: record_limit(entries) for topic, entries in describe_topic_configs(admin, topics).items()}

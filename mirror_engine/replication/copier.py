@@ -29,7 +29,7 @@ class RecordCopier:
         self.faults = faults
 
     def copy(self, messages: list[Message]) -> None:
-        produce = self.clients.producer.produce
+        producer_of = self.clients.records.of
         states = self.states
         count = len(messages)
         state: PartitionState | None = None
@@ -45,6 +45,8 @@ class RecordCopier:
                 topic, partition = message.topic(), message.partition()
                 state = states[(topic, partition)]
                 target = state.target_topic
+                producer = producer_of(target)
+                produce = producer.produce
                 run_start, run_length, run_bytes = True, 0, 0
             # Does the run go on with the next message? If not, this record closes it.
             if i + 1 < count:
@@ -74,7 +76,7 @@ class RecordCopier:
                         state.produced_next = offset + 1
                         run_length += 1
                     except BufferError:
-                        produce_when_room(self.clients.producer, target, value, key, partition, callback,
+                        produce_when_room(producer, target, value, key, partition, callback,
                                           message.timestamp()[1], headers)
                         state.produced_next = offset + 1
                         run_length += 1
@@ -89,7 +91,7 @@ class RecordCopier:
                 state.bytes_read += run_bytes
                 state = None
         try:
-            self.clients.producer.poll(0)
+            self.clients.records.poll()
         except KafkaException as error:
             # A fatal error (fenced by another engine of the flow, say) can surface here first: the engine stops
             # with its reason, as when a commit or the status write meets it, instead of raising it raw.
@@ -120,7 +122,7 @@ class RecordCopier:
         delivers them all or fails fatally, and they follow the last record with a callback one by one on
         both clusters, so their target positions follow too.
         """
-        self.clients.producer.flush(60)
+        self.clients.records.flush(60)
         if not self.faults.fatal and not state.failed and state.callbacks_pending == 0 and state.acked_next >= 0:
             tail = state.produced_next - state.acked_next
             if tail > 0 and state.syncs.delta is not None:

@@ -86,27 +86,27 @@ class AtLeastOnce:
 
     def store_start(self, keys: list[TopicPartitionKey]) -> None:
         self.side.write_progress(keys, force=True)
-        if self.clients.producer.flush(30):
+        if self.clients.records.flush(30):
             self.faults.fatal = "the target did not acknowledge the start of the assigned partitions within 30 s"
 
     def store_progress(self) -> None:
         self.side.write_progress()
 
     def release(self, keys: list[TopicPartitionKey]) -> None:
-        remaining = self.clients.producer.flush(60)
+        remaining = self.clients.records.flush(60)
         if remaining:
             log.error("%d records not acknowledged by the target while giving partitions up; the next owner "
                       "copies them again", remaining)
         self.side.write_progress(keys)
-        self.clients.producer.flush(30)
+        self.clients.records.flush(30)
 
     def drain_before_new_producer(self, reason: str) -> bool:
-        if self.clients.producer.flush(60):
+        if self.clients.records.flush(60):
             self.faults.fatal = (f"records not acknowledged by the target within 60 s while {reason}; nothing after "
                                  "the last acknowledged record counts as copied")
             return False
         self.side.write_progress()
-        self.clients.producer.flush(30)
+        self.clients.records.flush(30)
         return True
 
     def continue_on_new_producer(self) -> None:
@@ -116,7 +116,7 @@ class AtLeastOnce:
         return True
 
     def shutdown(self) -> None:
-        remaining = self.clients.producer.flush(60)
+        remaining = self.clients.records.flush(60)
         if remaining:
             log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
                       "on the next start", remaining)
@@ -124,9 +124,9 @@ class AtLeastOnce:
         # progress never passes an unacknowledged sync, so written before them it stayed where the last periodic
         # sync left it (at the partitions' start for an engine stopped within its first sync interval).
         self.side.offset_syncs.send_unsent()
-        self.clients.producer.flush(30)
+        self.clients.records.flush(30)
         self.side.write_progress()
-        self.clients.producer.flush(30)
+        self.clients.records.flush(30)
 
 
 class Transactional:

@@ -13,7 +13,7 @@ from mirror_engine.flow import InternalTopics, OffsetMap, load_progress
 from mirror_engine.kafka import read_to_end
 from mirror_engine.mm2 import Heartbeat, OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication import Replicator, copy_contract
+from mirror_engine.replication import Replicator, copy_contract, record_producers
 from mirror_engine.replication.offset_syncs import OffsetSyncWriter
 from tests.integration.kafka_data import (
     produce,
@@ -70,12 +70,23 @@ def _all_topics(prefix: str) -> list[tuple[str, int]]:
     return [*((prefix + s, n) for s, n in PLAIN_TOPICS), (prefix + "compacted", 1), (prefix + "txn", 3)]
 
 
-def test_copy_keeps_every_record_in_order_and_drops_aborted_ones(kafka_pair, mixed_source):
+@pytest.fixture(params=["one producer", "spread producers"])
+def producers(request, monkeypatch) -> int:
+    """How many producers write the mixed source's ten topics: one, or four (3 topics a producer at most, as a flow
+    of 1,000 topics gets 8 of 125)."""
+    if request.param == "one producer":
+        return 1
+    monkeypatch.setattr(record_producers, "TOPICS_PER_PRODUCER", 3)
+    return 4
+
+
+def test_copy_keeps_every_record_in_order_and_drops_aborted_ones(kafka_pair, mixed_source, producers):
     source, target = kafka_pair
     plan = make_plan(source, target, mixed_source)
     replicator = Replicator(plan, source.client_config(), target.client_config())
     summary = replicator.run(max_seconds=180, until_caught_up=True)
     assert summary.ok, summary.failed_partitions
+    assert len(replicator.clients.records.all()) == 1 + (producers if producers > 1 else 0)
 
     for topic, partitions in _all_topics(mixed_source):
         for partition in range(partitions):
@@ -87,10 +98,14 @@ def test_copy_keeps_every_record_in_order_and_drops_aborted_ones(kafka_pair, mix
     assert len(txn_values) == 8 * 30
 
 
-def test_offset_syncs_translate_every_copied_offset_exactly(kafka_pair, mixed_source):
+# With one producer the full-queue tests below check the translation too.
+@pytest.mark.parametrize("producers", ["spread producers"], indirect=True)
+def test_offset_syncs_translate_every_copied_offset_exactly(kafka_pair, mixed_source, producers):
     source, target = kafka_pair
     plan = make_plan(source, target, mixed_source)
-    Replicator(plan, source.client_config(), target.client_config()).run(max_seconds=180, until_caught_up=True)
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    replicator.run(max_seconds=180, until_caught_up=True)
+    assert len(replicator.clients.records.all()) == 1 + (producers if producers > 1 else 0)
     assert_offsets_translate_exactly(plan, source, target, _all_topics(mixed_source))
 
 

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirror_engine.replication import RecordCopier
 from mirror_engine.replication.faults import FENCED_BY_ANOTHER, Faults
+from mirror_engine.replication.record_producers import RecordProducers
 
 
 class _Producer:
@@ -26,7 +27,8 @@ class _Producer:
 
 def _copier(error: KafkaError) -> tuple[RecordCopier, Faults]:
     faults = Faults()
-    clients = SimpleNamespace(producer=_Producer(error))
+    producer = _Producer(error)
+    clients = SimpleNamespace(producer=producer, records=RecordProducers(producer, {}))  # type: ignore[arg-type]
     return RecordCopier(clients, {}, faults), faults  # type: ignore[arg-type]
 
 
