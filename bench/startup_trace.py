@@ -49,7 +49,7 @@ STEPS = [
     ("mirror_engine.replication.membership", "SingleProcess.check_no_other_kind_runs", "no workers beside"),
     ("mirror_engine.replication.status_reporter", "StatusReporter.start_server", "status server started"),
     ("mirror_engine.replication.assigner", "at_once", "  source ids and offsets, target ends and limits, at once"),
-    ("mirror_engine.replication.assigner", "PartitionAssigner.producer_knows", "  producer metadata"),
+    ("mirror_engine.replication.target_topics", "TargetTopics.producers_know", "  producers' metadata"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.assign_new", "partitions assigned"),
     # switch-group

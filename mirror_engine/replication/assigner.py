@@ -11,31 +11,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
-from mirror_engine.kafka import (
-    ClusterState,
-    admin_client,
-    at_once,
-    describe_topic_configs,
-    list_offsets,
-    metadata_of,
-    partition_bounds,
-    record_limit,
-    stamps_log_append_time,
-)
+from mirror_engine.kafka import admin_client, at_once, list_offsets, partition_bounds
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import DeliveryMode
-from mirror_engine.replication.faults import EngineError, Faults
+from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.partition_state import FAR, PartitionState
 from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
 from mirror_engine.replication.side_records import SideRecordWriter
+from mirror_engine.replication.target_topics import TargetTopics, read_limits
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -56,17 +46,14 @@ class PartitionAssigner:
         self.copier = copier
         self.delivery = delivery
         self.faults = faults
-        self.lower_batch_cap = lower_batch_cap
-        self.policy = plan.policy()
+        self.targets = TargetTopics(plan, clients, lower_batch_cap)
         self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
         self.source_topics: list[str] = []
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
-        self.target_topic: dict[str, str] = {}
         self.paused = False  # new partitions are assigned paused while the flow is
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
-        self.target_at_start: ClusterState | None = None  # see `starting_from`
         # The progress topic, followed from the engine's start: a rebalance reads only what was stored since.
         self.progress = ProgressFollower(clients.target_config, side.topics.progress)
 
@@ -95,9 +82,8 @@ class PartitionAssigner:
 
     def managed_topics(self) -> frozenset[str]:
         """The target topics this flow writes: those it copies now and those it stored progress for."""
-        alias = self.plan.source.alias
         return frozenset(state.target_topic for state in self.states.values()) | frozenset(
-            self.policy.format_remote_topic(alias, topic) for topic, _ in self.stored)
+            self.targets.name(topic) for topic, _ in self.stored)
 
     def plan_partitions(self) -> set[TopicPartitionKey]:
         """Every source partition of the plan's topics, as the source shows them now."""
@@ -120,19 +106,19 @@ class PartitionAssigner:
         partitions the group just `offered`, which must all be assigned (those that cannot be copied paused)."""
         if offered is None:
             wanted = {key for key in self.plan_partitions() if key[0] not in self.control.switched_topics}
-            new = self._on_the_target(sorted(wanted - set(self.states)))
+            new = self.targets.existing(sorted(wanted - set(self.states)))
             held = self.hold_for_backfill(new)
             new = [key for key in new if key not in held]
         else:  # the subscription leaves out switched topics and those waiting for their backfill
             offered_new = sorted(set(offered) - set(self.states))
-            new = self._on_the_target(offered_new)
+            new = self.targets.existing(offered_new)
             self._await_target(sorted(set(offered_new) - set(new)))
         self._start_copying(new, offered)
 
     def assign_awaiting(self) -> None:
         """Copy the partitions held for their target partition, those the target has now (a worker, after a
         refresh prepared the target)."""
-        ready = self._on_the_target(sorted(self.awaiting_target)) if self.awaiting_target else []
+        ready = self.targets.existing(sorted(self.awaiting_target)) if self.awaiting_target else []
         if ready:
             self.awaiting_target.difference_update(ready)
             log.info("%d partition(s) held for their target partition: on the target now, copying them", len(ready))
@@ -162,17 +148,12 @@ class PartitionAssigner:
         if not new:
             return
         topics = sorted({topic for topic, _ in new})
-        for topic in topics:
-            self.target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
-        # What the engine's start read of the target already (`starting_from`) is not asked again.
-        wanted = {self.target_topic[t] for t in topics}
-        known = self.target_at_start or ClusterState(0, {})
-        limits = {target: (state.max_message_bytes, state.log_append_time)
-                  for target, state in known.topics.items() if target in wanted}
-        target_ends = {(self.target_topic[t], p): known.ends[(self.target_topic[t], p)] for t, p in new
-                       if (self.target_topic[t], p) in known.ends}
-        ends_asked = [TopicPartition(self.target_topic[t], p) for t, p in new
-                      if (self.target_topic[t], p) not in target_ends]
+        targets, name = self.targets, self.targets.name
+        # What the engine's start read of the target already (`TargetTopics.starting_from`) is not asked again.
+        limits = targets.limits_at_start({name(topic) for topic in topics})
+        target_ends = {(name(t), p): targets.at_start.ends[(name(t), p)] for t, p in new
+                       if (name(t), p) in targets.at_start.ends}
+        ends_asked = [TopicPartition(name(t), p) for t, p in new if (name(t), p) not in target_ends]
         # Everything at once, each through clients of its own. Longer than the default wait: either cluster may still
         # be electing the leaders of topics just created (thousands of partitions on a busy broker take more than the
         # default 15 s).
@@ -181,12 +162,12 @@ class PartitionAssigner:
             lambda: partition_bounds(self.clients.source_config, [TopicPartition(t, p) for t, p in new], timeout_s=60),
             lambda: list_offsets(admin_client(self.clients.target_config), ends_asked, OffsetSpec.latest(),
                                  timeout_s=60),
-            lambda: _target_limits(self.clients.target_admin, sorted(wanted - set(limits))))
-        self._learn_targets({**limits, **limits_read})
+            lambda: read_limits(self.clients.target_admin, sorted({name(topic) for topic in topics} - set(limits))))
+        targets.learn({**limits, **limits_read})
         target_ends.update(ends_read)
         earliest = {key: bound[0] for key, bound in bounds.items()}
         latest = {key: bound[1] for key, bound in bounds.items()}
-        self.producer_knows(new)
+        self.targets.producers_know(new, len(self.source_topics))
         starts = self._fresh_starts([key for key in new if key not in self.stored], earliest, latest)
         gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
         reconciled = self._reconcile([key for key in new if not gaps[key]], target_ends)
@@ -194,10 +175,10 @@ class PartitionAssigner:
         for topic, partition in new:
             key = (topic, partition)
             progress = self.stored.get(key)
-            target_end = target_ends[(self.target_topic[topic], partition)]
+            target_end = target_ends[(self.targets.name(topic), partition)]
             position = progress.position if progress else starts[key]
-            state = PartitionState(topic, partition, self.target_topic[topic], position, ids.get(topic, ""),
-                                   self.clients.record_limits.get(self.target_topic[topic], FAR),
+            state = PartitionState(topic, partition, self.targets.name(topic), position, ids.get(topic, ""),
+                                   self.clients.record_limits.get(self.targets.name(topic), FAR),
                                    offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
@@ -273,9 +254,9 @@ class PartitionAssigner:
         tails = []
         for topic, partition in keys:
             progress = self.stored.get((topic, partition))
-            target_end = target_ends[(self.target_topic[topic], partition)]
+            target_end = target_ends[(self.targets.name(topic), partition)]
             if progress is not None and 0 <= progress.target_position < target_end:
-                tails.append(TargetTail(topic, partition, self.target_topic[topic], progress.position,
+                tails.append(TargetTail(topic, partition, self.targets.name(topic), progress.position,
                                         progress.target_position, target_end))
         if not tails:
             return {}
@@ -320,8 +301,8 @@ class PartitionAssigner:
             snapshot = self.control.backfills.get(topic)
             missing = [p for p in partitions if snapshot is None or p not in snapshot.partitions]
             if missing:
-                self.describe_targets([topic])
-                target = self.target_topic[topic]
+                self.targets.describe([topic])
+                target = self.targets.name(topic)
                 ends = list_offsets(self.clients.source_admin, [TopicPartition(topic, p) for p in missing],
                                     OffsetSpec.latest())
                 target_ends = list_offsets(self.clients.target_admin, [TopicPartition(target, p) for p in missing],
@@ -333,80 +314,6 @@ class PartitionAssigner:
                          topic, {p: recorded[p][0] for p in sorted(missing)})
             held.update((topic, p) for p in partitions)
         return held
-
-    def _on_the_target(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
-        """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
-        (partitions added a moment ago): those wait for the next refresh, which prepares them, instead of asking
-        the target for offsets of partitions it does not have until the request times out."""
-        if not keys:
-            return keys
-        alias = self.plan.source.alias
-        targets = {topic: self.policy.format_remote_topic(alias, topic) for topic, _ in keys}
-        names = set(targets.values())
-        shown = metadata_of(self.clients.target_admin, names)
-        ready = [(topic, partition) for topic, partition in keys
-                 if (meta := shown.get(targets[topic])) is not None and meta.error is None
-                 and partition in meta.partitions]
-        if len(ready) < len(keys):
-            log.info("%d new partition(s) not on the target yet: copied once the next refresh prepared them",
-                     len(keys) - len(ready))
-        return ready
-
-    def starting_from(self, target: ClusterState | None) -> None:
-        """The target as the engine's start just read it (its topics' limits, its partitions' ends): the assignment
-        made at start takes what it needs from there instead of asking again (None: ask)."""
-        self.target_at_start = target
-
-    def describe_targets(self, topics: list[str]) -> None:
-        """Learn the target topics' record limits (lowering the producer's batches to fit) and timestamp types."""
-        for topic in topics:
-            self.target_topic[topic] = self.policy.format_remote_topic(self.plan.source.alias, topic)
-        self._learn_targets(_target_limits(self.clients.target_admin, [self.target_topic[t] for t in topics]))
-
-    def _learn_targets(self, limits: dict[str, tuple[int, bool]]) -> None:
-        """{target topic: (max.message.bytes, LogAppendTime)}: record limits kept (the producer's batches lowered to
-        fit), LogAppendTime said."""
-        for target, (limit, log_append_time) in sorted(limits.items()):
-            self.clients.record_limits[target] = limit
-            if limit < self.clients.batch_cap:
-                self.lower_batch_cap(limit, target)
-            if log_append_time:
-                log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
-                            "by the target broker's time", target)
-
-    def producer_knows(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
-        """Refresh the metadata of the producers of these partitions' records until each sees its target partitions
-        (produce() to a partition its cache does not hold fails at once, and the cache of a topic that just grew may
-        be minutes old); the producers are asked at the same time."""
-        deadline = time.monotonic() + timeout_s
-        needed: dict[str, int] = {}
-        for topic, partition in partitions:
-            target = self.target_topic[topic]
-            needed[target] = max(needed.get(target, 0), partition + 1)
-        records = self.clients.records
-        records.spread(len(self.source_topics), sorted(needed))
-        while True:
-            asked: dict[int, tuple[Producer, dict[str, int]]] = {}
-            for target, count in needed.items():
-                producer = records.of(target)
-                asked.setdefault(id(producer), (producer, {}))[1][target] = count
-            shown = at_once(*(_shown_by(producer, wanted, timeout_s) for producer, wanted in asked.values()))
-            short = {target: count for (_, wanted), seen in zip(asked.values(), shown, strict=True)
-                     for target, count in wanted.items()
-                     if target not in seen or len(seen[target].partitions) < count}
-            if not short:
-                return
-            if time.monotonic() > deadline:
-                target, count = sorted(short.items())[0]
-                raise EngineError(f"the target does not show {count} partitions of {target} after {timeout_s:.0f} s"
-                                  + (f" (nor all partitions of {len(short) - 1} more topic(s))" if len(short) > 1
-                                     else ""))
-            needed = short
-            time.sleep(0.2)
-
-
-def _shown_by(producer: Producer, targets: dict[str, int], timeout_s: float) -> Callable[[], dict[str, Any]]:
-    return lambda: metadata_of(producer, targets, timeout_s)
 
 
 def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, latest: int) -> str:
@@ -423,12 +330,6 @@ def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, lates
         return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
                 "they were copied")
     return ""
-
-
-def _target_limits(admin: AdminClient, targets: list[str]) -> dict[str, tuple[int, bool]]:
-    """{target topic: (max.message.bytes, LogAppendTime)} as the target says now."""
-    return {target: (record_limit(entries), stamps_log_append_time(entries))
-            for target, entries in describe_topic_configs(admin, targets).items()}
 
 
 def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:

@@ -162,7 +162,7 @@ class Replicator:
         self.clients.rebuild_producer(limit)
         self.delivery.continue_on_new_producer()
         if self.states:
-            self.assigner.producer_knows(list(self.states))
+            self.assigner.targets.producers_know(list(self.states), len(self.assigner.source_topics))
 
     # ------------------------------------------------------------------ the loop
     def stop(self) -> None:
@@ -201,9 +201,10 @@ class Replicator:
         self.reporter.start_server()
         if self.flow_state != "stopped":
             # The target as the preparation just read it serves this first assignment only.
-            self.assigner.starting_from(self.upkeep.target_read if self.membership_kind.takes_all_at_start else None)
+            self.assigner.targets.starting_from(self.upkeep.target_read if self.membership_kind.takes_all_at_start
+                                                else None)
             self.membership.acquire()
-            self.assigner.starting_from(None)
+            self.assigner.targets.starting_from(None)
         else:
             log.info("the flow is stopped: waiting for `mirror-engine flows start`")
 
