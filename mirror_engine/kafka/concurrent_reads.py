@@ -15,8 +15,8 @@ from typing import Any
 def at_once(*reads: Callable[[], Any]) -> list[Any]:
     """The results of `reads`, each run in a thread of its own, in their order. When some raise, every read is still
     waited for (none is left running), then the first one's error is raised."""
-    if len(reads) == 1:
-        return [reads[0]()]
+    if len(reads) <= 1:
+        return [read() for read in reads]
     with ThreadPoolExecutor(max_workers=len(reads), thread_name_prefix="read") as pool:
         futures = [pool.submit(read) for read in reads]
         errors = [future.exception() for future in futures]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -34,6 +35,15 @@ TopicPartitionKey = tuple[str, int]
 SHOWN_FALLBACKS = 5  # partitions whose target tail could not be counted as copied, named one per log line
 
 
+@dataclass
+class SourceAhead:
+    """What `PartitionAssigner.read_ahead` read of the source as the engine starts."""
+
+    ids: dict[str, str] = field(default_factory=dict)  # topic -> its id
+    bounds: dict[TopicPartitionKey, tuple[int, int]] = field(default_factory=dict)  # (earliest, latest)
+    partitions: set[TopicPartitionKey] = field(default_factory=set)  # every partition of the plan's topics
+
+
 class PartitionAssigner:
     def __init__(self, plan: MigrationPlan, clients: EngineClients, states: dict[TopicPartitionKey, PartitionState],
                  control: ControlChannel, side: SideRecordWriter, copier: RecordCopier, delivery: DeliveryMode,
@@ -54,6 +64,7 @@ class PartitionAssigner:
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
+        self.ahead = SourceAhead()  # see `read_ahead`
         # The progress topic, followed from the engine's start: a rebalance reads only what was stored since.
         self.progress = ProgressFollower(clients.target_config, side.topics.progress)
 
@@ -68,6 +79,24 @@ class PartitionAssigner:
             return
         self.progress.catch_up()
         self.stored = self.progress.progress_of()
+
+    def read_ahead(self) -> None:
+        """What the assignment made as the engine starts will need, read while the target is prepared (by the single
+        engine, which then assigns itself every partition of the plan): the plan's partitions on the source, their
+        bounds and their topics' ids; the consumer's metadata of those topics; their target topics' producers, each
+        with the metadata of its topics. `forget_ahead` once that assignment is made."""
+        metadata = admin_client(self.clients.source_config).list_topics(timeout=15).topics
+        topics = sorted(name for name in metadata if self.plan.replicates_topic(name))
+        keys = [TopicPartition(topic, p) for topic in topics for p in metadata[topic].partitions]
+        ids, bounds, _, _ = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
+                                    lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60),
+                                    lambda: _learn_leaders(self.clients.consumer, topics),
+                                    lambda: self.targets.producers_ahead(topics))
+        self.ahead = SourceAhead(ids, bounds, {(tp.topic, tp.partition) for tp in keys})
+
+    def forget_ahead(self) -> None:
+        self.ahead = SourceAhead()
+        self.targets.starting_from(None)
 
     def follow(self, source_topics: list[str], *, initial: bool = False) -> None:
         """Copy these source topics (those the target is ready for); `initial`: as the engine starts, when the
@@ -86,7 +115,9 @@ class PartitionAssigner:
             self.targets.name(topic) for topic, _ in self.stored)
 
     def plan_partitions(self) -> set[TopicPartitionKey]:
-        """Every source partition of the plan's topics, as the source shows them now."""
+        """Every source partition of the plan's topics, as the source shows them now (or as `read_ahead` just read)."""
+        if self.ahead.partitions:
+            return {key for key in self.ahead.partitions if key[0] in set(self.source_topics)}
         metadata = self.clients.source_admin.list_topics(timeout=15).topics
         return {(topic, p) for topic in self.source_topics if topic in metadata for p in metadata[topic].partitions}
 
@@ -154,16 +185,22 @@ class PartitionAssigner:
         target_ends = {(name(t), p): targets.at_start.ends[(name(t), p)] for t, p in new
                        if (name(t), p) in targets.at_start.ends}
         ends_asked = [TopicPartition(name(t), p) for t, p in new if (name(t), p) not in target_ends]
-        # Everything at once, each through clients of its own. Longer than the default wait: either cluster may still
+        ahead = self.ahead  # and what `read_ahead` read of the source
+        ids = {topic: ahead.ids[topic] for topic in topics if topic in ahead.ids}
+        bounds = {key: ahead.bounds[key] for key in new if key in ahead.bounds}
+        # The rest at once, each through clients of its own. Longer than the default wait: either cluster may still
         # be electing the leaders of topics just created (thousands of partitions on a busy broker take more than the
         # default 15 s).
-        ids, bounds, ends_read, limits_read = at_once(
-            lambda: _topic_ids(admin_client(self.clients.source_config), topics),
-            lambda: partition_bounds(self.clients.source_config, [TopicPartition(t, p) for t, p in new], timeout_s=60),
+        ids_read, bounds_read, ends_read, limits_read = at_once(
+            lambda: _topic_ids(admin_client(self.clients.source_config), [t for t in topics if t not in ids]),
+            lambda: partition_bounds(self.clients.source_config,
+                                     [TopicPartition(*key) for key in new if key not in bounds], timeout_s=60),
             lambda: list_offsets(admin_client(self.clients.target_config), ends_asked, OffsetSpec.latest(),
                                  timeout_s=60),
             lambda: read_limits(self.clients.target_admin, sorted({name(topic) for topic in topics} - set(limits))))
         targets.learn({**limits, **limits_read})
+        ids.update(ids_read)
+        bounds.update(bounds_read)
         target_ends.update(ends_read)
         earliest = {key: bound[0] for key, bound in bounds.items()}
         latest = {key: bound[1] for key, bound in bounds.items()}
@@ -212,7 +249,7 @@ class PartitionAssigner:
                 if assignment and not self.paused:
                     consumer.resume(assignment)
             else:
-                if offered is None:
+                if offered is None and not set(topics) <= set(ahead.ids):  # `read_ahead` asked it then
                     _learn_leaders(consumer, topics)
                 consumer.incremental_assign(assignment + stopped)
                 if stopped:

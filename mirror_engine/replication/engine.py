@@ -190,23 +190,28 @@ class Replicator:
         # progress read afterwards includes it; read before, it would be older than the target's records.
         log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
         self.delivery.start()
-        with ThreadPoolExecutor(1) as reader:  # two reads of the target, each a round trip or two: at once
+        # The reads of the start, at the same time: the flow's stored progress and its control topic, then the
+        # target's preparation; beside them, what the single engine's first assignment needs of the source
+        # (`PartitionAssigner.read_ahead`).
+        with ThreadPoolExecutor(2) as reader:
+            ahead = reader.submit(self.assigner.read_ahead) if self.membership_kind.takes_all_at_start else None
             stored = reader.submit(self.assigner.load_progress, self.membership.follows_progress)
             self.control.load()
             stored.result()
-        self._set_flow_state(self.control.flow_state)
-        self.assigner.follow(self.upkeep.prepare(self.assigner.managed_topics(), initial=True,
-                                                 clusters=self.clusters) or [], initial=True)
+            self._set_flow_state(self.control.flow_state)
+            self.assigner.follow(self.upkeep.prepare(self.assigner.managed_topics(), initial=True,
+                                                     clusters=self.clusters) or [], initial=True)
+            if ahead is not None:
+                ahead.result()
         self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
         if self.flow_state != "stopped":
-            # The target as the preparation just read it serves this first assignment only.
-            self.assigner.targets.starting_from(self.upkeep.target_read if self.membership_kind.takes_all_at_start
-                                                else None)
+            if ahead is not None:  # what the start read serves this first assignment only
+                self.assigner.targets.starting_from(self.upkeep.target_read)
             self.membership.acquire()
-            self.assigner.targets.starting_from(None)
         else:
             log.info("the flow is stopped: waiting for `mirror-engine flows start`")
+        self.assigner.forget_ahead()
 
         engine = self.plan.engine
         started = time.monotonic()

@@ -25,7 +25,6 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from mirror_engine.kafka import at_once
 from mirror_engine.replication.copy_contract import QUEUE_MAX_KBYTES, QUEUE_MAX_MESSAGES
 
 # The copy contract's bounds of a producer's queue, shared out between the record producers.
@@ -98,14 +97,8 @@ class RecordProducers:
         return min(self.spread_over, key=lambda producer: self._topics.get(id(producer), 0))
 
     def _build(self, count: int) -> list[Producer]:
-        """`count` record producers sharing the queue bound, each knowing the target's topics before its first record
-        (a producer not knowing a topic holds its first records until its next metadata request)."""
+        """`count` record producers sharing the queue bound. (Their callers have them learn their topics' partitions
+        before the first record: `TargetTopics.producers_know`.)"""
         settings = {**self.settings, **{bound: max(1, int(self.settings.get(bound, default)) // count)
                                         for bound, default in QUEUE_BOUNDS.items()}}
-        producers = [self.make(settings) for _ in range(count)]
-        at_once(*(_metadata_of_all(producer) for producer in producers))
-        return producers
-
-
-def _metadata_of_all(producer: Producer) -> Callable[[], Any]:
-    return lambda: producer.list_topics(timeout=30)
+        return [self.make(settings) for _ in range(count)]

@@ -36,8 +36,10 @@ class TargetTopics:
         self.lower_batch_cap = lower_batch_cap
         self.policy = plan.policy()
         self.names: dict[str, str] = {}  # source topic -> its target topic
-        # The target as the engine's start just read it (`starting_from`), for the assignment made then.
+        # The target as the engine's start just read it (`starting_from`), for the assignment made then; and the
+        # partitions each target topic's producer saw then (`producers_ahead`).
         self.at_start = ClusterState(0, {})
+        self.seen_at_start: dict[str, int] = {}
 
     def name(self, topic: str) -> str:
         """The target topic of a source topic."""
@@ -47,8 +49,24 @@ class TargetTopics:
 
     def starting_from(self, target: ClusterState | None) -> None:
         """The target as the engine's start just read it (its topics' limits, its partitions' ends): the assignment
-        made at start takes what it needs from there instead of asking again (None: ask)."""
+        made at start takes what it needs from there instead of asking again (None: ask, and forget what the
+        producers saw ahead)."""
         self.at_start = target or ClusterState(0, {})
+        if target is None:
+            self.seen_at_start = {}
+
+    def producers_ahead(self, topics: list[str]) -> None:
+        """Give the target topics of these source topics (every topic of the flow, as the engine starts) their
+        producers and have each producer learn their partitions, ahead of the assignment (`producers_know` then
+        asks nothing they saw)."""
+        records = self.clients.records
+        records.spread(len(topics), [self.name(topic) for topic in topics])
+        producers = records.all()
+        shown = at_once(*(_every_topic_shown_by(producer) for producer in producers))
+        for target in {self.name(topic) for topic in topics}:
+            seen = shown[producers.index(records.of(target))].get(target)
+            if seen is not None and seen.error is None:
+                self.seen_at_start[target] = len(seen.partitions)
 
     def existing(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
@@ -94,9 +112,10 @@ class TargetTopics:
         needed: dict[str, int] = {}
         for topic, partition in partitions:
             needed[self.name(topic)] = max(needed.get(self.name(topic), 0), partition + 1)
+        needed = {target: count for target, count in needed.items() if self.seen_at_start.get(target, 0) < count}
         records = self.clients.records
         records.spread(flow_topics, sorted(needed))
-        while True:
+        while needed:
             asked: dict[int, tuple[Producer, dict[str, int]]] = {}
             for target, count in needed.items():
                 producer = records.of(target)
@@ -124,3 +143,7 @@ def read_limits(admin: AdminClient, targets: list[str]) -> dict[str, tuple[int, 
 
 def _shown_by(producer: Producer, targets: dict[str, int], timeout_s: float) -> Callable[[], dict[str, Any]]:
     return lambda: metadata_of(producer, targets, timeout_s)
+
+
+def _every_topic_shown_by(producer: Producer) -> Callable[[], dict[str, Any]]:
+    return lambda: producer.list_topics(timeout=15).topics
