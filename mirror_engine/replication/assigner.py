@@ -117,7 +117,8 @@ class PartitionAssigner:
     def plan_partitions(self) -> set[TopicPartitionKey]:
         """Every source partition of the plan's topics, as the source shows them now (or as `read_ahead` just read)."""
         if self.ahead.partitions:
-            return {key for key in self.ahead.partitions if key[0] in set(self.source_topics)}
+            copied = set(self.source_topics)
+            return {key for key in self.ahead.partitions if key[0] in copied}
         metadata = self.clients.source_admin.list_topics(timeout=15).topics
         return {(topic, p) for topic in self.source_topics if topic in metadata for p in metadata[topic].partitions}
 
