@@ -62,11 +62,12 @@ class TargetTopics:
         records = self.clients.records
         records.spread(len(topics), [self.name(topic) for topic in topics])
         producers = records.all()
-        shown = at_once(*(_every_topic_shown_by(producer) for producer in producers))
-        for target in {self.name(topic) for topic in topics}:
-            seen = shown[producers.index(records.of(target))].get(target)
-            if seen is not None and seen.error is None:
-                self.seen_at_start[target] = len(seen.partitions)
+        targets = {self.name(topic) for topic in topics}
+        # Each producer's answer names every partition of the target: only its own topics' counts are kept.
+        counts = at_once(*(_partition_counts(producer, {t for t in targets if records.of(t) is producer})
+                           for producer in producers))
+        for seen in counts:
+            self.seen_at_start.update(seen)
 
     def existing(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
@@ -145,5 +146,11 @@ def _shown_by(producer: Producer, targets: dict[str, int], timeout_s: float) -> 
     return lambda: metadata_of(producer, targets, timeout_s)
 
 
-def _every_topic_shown_by(producer: Producer) -> Callable[[], dict[str, Any]]:
-    return lambda: producer.list_topics(timeout=15).topics
+def _partition_counts(producer: Producer, targets: set[str]) -> Callable[[], dict[str, int]]:
+    """The partitions of each of `targets` the producer sees, after asking the target for every topic's."""
+    def counts() -> dict[str, int]:
+        shown = producer.list_topics(timeout=15).topics
+        return {target: len(shown[target].partitions) for target in targets
+                if target in shown and shown[target].error is None}
+
+    return counts
