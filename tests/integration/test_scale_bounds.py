@@ -1,7 +1,7 @@
 """What the engine does does not grow with the cluster: the same engine on 60 and on 600 partitions, in one test,
 starts the same way (`prepare` made the flow's internal topics with the target topics, so `run` creates none and
-waits for none; the copy starts without waiting for the checkpoint loop) and writes status records of about the
-same size and as few log lines an interval.
+waits for none; the copy starts without waiting for the checkpoint loop; its start asks as many admin requests)
+and writes status records of about the same size and as few log lines an interval.
 
 The large shapes (2,000 and 10,000 partitions) are measured by bench/scale.py; this keeps the bounds from
 growing back on a shape small enough for every test run."""
@@ -11,15 +11,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+import mirror_engine.kafka.topics as topics_module
 import mirror_engine.replication.beside_the_copy as beside_the_copy
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics
-from mirror_engine.kafka import admin_client, wait_until_served
+from mirror_engine.kafka import admin_client, list_offsets, wait_until_served
 from mirror_engine.prepare import prepare_target
 from mirror_engine.replication import FlowRun
 from tests.integration.kafka_data import end_offsets
@@ -65,11 +69,34 @@ def _internal_topics_served(target: KafkaCluster, topics: InternalTopics) -> lis
             or any(p.leader < 0 for p in metadata[name].partitions.values())]
 
 
+# The admin requests counted at start-up (an admin call is a request to each broker concerned; ListOffsets are asked
+# in one call for all partitions in this test, see `_run_shape`).
+COUNTED_CALLS = ("list_topics", "list_offsets", "describe_configs", "describe_topics", "describe_consumer_groups",
+                 "list_consumer_groups", "create_topics", "describe_acls")
+
+
+class _StartCalls:
+    """Admin calls made from the engine's start until it copies, by name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, copying: Callable[[], bool]) -> None:
+        self.calls: Counter[str] = Counter()
+        for name in COUNTED_CALLS:
+            monkeypatch.setattr(AdminClient, name, self._counted(name, getattr(AdminClient, name), copying))
+
+    def _counted(self, name: str, call: Callable[..., Any], copying: Callable[[], bool]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if not copying():
+                self.calls[name] += 1
+            return call(*args, **kwargs)
+
+        return counted
+
+
 def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: int, caplog: pytest.LogCaptureFixture,
-               monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str]]:
+               monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str], Counter[str]]:
     """`prepare` then `run` (with engine.run_checkpoints) over `topics` x PARTITIONS partitions, status and log every
     0.3 s, the checkpoint loop held back until the copy is done: (status record sizes, log lines per progress log,
-    the engine's log lines about creating or waiting for internal topics)."""
+    the engine's log lines about creating or waiting for internal topics, the admin calls of its start)."""
     names = [f"{name}.t{i:03d}" for i in range(topics)]
     plan = make_plan(source, target, rf"{name}\.", name=name,
                      engine={"status_interval_s": 0.3, "log_interval_s": 0.3, "progress_interval_s": 0.2,
@@ -84,6 +111,10 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
     assert not _internal_topics_served(target, internal)
     # `prepare` waits 15 s for the topics' leaders: a broker as busy as a shared test machine may need longer.
     wait_until_served(admin_client(target.client_config()), remote, timeout_s=60)
+    # And until their logs answer (a broker creates them after the leaders show): else the start's reads are asked
+    # again, and the calls counted below would count the broker's pace.
+    list_offsets(admin_client(target.client_config()), [TopicPartition(topic, p) for topic in remote
+                                                        for p in range(PARTITIONS)], OffsetSpec.latest(), 60)
     producer = Producer(source.client_config())
     for topic in names:
         for partition in range(PARTITIONS):
@@ -101,7 +132,11 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
         return real_loop(*args, **kwargs)
 
     monkeypatch.setattr(beside_the_copy, "CheckpointLoop", held_back)
+    # ListOffsets in one call whatever the count (500 partitions a call otherwise), so that a call made per partition
+    # or per topic shows as calls that grow with the shape.
+    monkeypatch.setattr(topics_module, "LIST_OFFSETS_BATCH", 100_000)
     flow = FlowRun(plan, source.client_config(), target.client_config())
+    start = _StartCalls(monkeypatch, lambda: flow.replicator.copying.is_set())
     caplog.clear()
     runner = threading.Thread(target=flow.run, kwargs={"max_seconds": 120})
     runner.start()
@@ -118,17 +153,24 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
     assert not flow.replicator.fatal
     internal_lines = [record.getMessage() for record in caplog.records
                       if record.name.startswith("mirror_engine") and "internal topic" in record.getMessage()]
-    return (_status_records(target, internal.status), _progress_log_lines(caplog.records), internal_lines)
+    return (_status_records(target, internal.status), _progress_log_lines(caplog.records), internal_lines,
+            start.calls)
 
 
 def test_start_up_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka_pair, unique_name, caplog,
                                                                                      monkeypatch):
     source, target = kafka_pair
     caplog.set_level(logging.INFO, logger="mirror_engine")
-    small_status, small_log, small_internal = _run_shape(source, target, f"{unique_name}-s", 15, caplog,
-                                                         monkeypatch)  # 60 partitions
-    large_status, large_log, large_internal = _run_shape(source, target, f"{unique_name}-l", 150, caplog,
-                                                         monkeypatch)  # 600 partitions
+    small_status, small_log, small_internal, small_calls = _run_shape(source, target, f"{unique_name}-s", 15, caplog,
+                                                                      monkeypatch)  # 60 partitions
+    large_status, large_log, large_internal, large_calls = _run_shape(source, target, f"{unique_name}-l", 150,
+                                                                      caplog, monkeypatch)  # 600 partitions
+
+    # The start's requests are batched: as many at 600 partitions as at 60 (a request per topic or per partition
+    # would be 10 times as many), give or take a retry of a broker that answered late.
+    assert small_calls["list_offsets"] and small_calls["describe_configs"], small_calls
+    for name in COUNTED_CALLS:
+        assert large_calls[name] <= small_calls[name] + 2, (name, dict(small_calls), dict(large_calls))
 
     # `run` after `prepare` created no internal topic and waited for none, at either size.
     assert small_internal == large_internal == [], (small_internal, large_internal)
