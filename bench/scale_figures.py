@@ -36,6 +36,7 @@ class Figures:
     seconds: dict[str, float | None] = field(default_factory=dict)
     rate: float | None = None  # records/s of the engine's copy, from its first record to the last
     raw_rate: float | None = None  # records/s of a plain producer into as many partitions
+    raw_spread_rate: float | None = None  # the same through producers spread over the topics as the engine's
     peak_rss_mib: float | None = None
     largest_status_kib: float | None = None
     status_kib_per_interval: float | None = None
