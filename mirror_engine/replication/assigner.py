@@ -102,6 +102,7 @@ class PartitionAssigner:
         """Copy these source topics (those the target is ready for); `initial`: as the engine starts, when the
         partitions there are those a plan's start applies to (partitions found later start at their beginning)."""
         self.source_topics = source_topics
+        self.targets.flow_topics = len(source_topics)
         if initial:
             self.initial_partitions = self.plan_partitions()
 
@@ -205,7 +206,7 @@ class PartitionAssigner:
         target_ends.update(ends_read)
         earliest = {key: bound[0] for key, bound in bounds.items()}
         latest = {key: bound[1] for key, bound in bounds.items()}
-        self.targets.producers_know(new, len(self.source_topics))
+        self.targets.producers_know(new)
         starts = self._fresh_starts([key for key in new if key not in self.stored], earliest, latest)
         gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
         reconciled = self._reconcile([key for key in new if not gaps[key]], target_ends)

@@ -162,7 +162,7 @@ class Replicator:
         self.clients.rebuild_producer(limit)
         self.delivery.continue_on_new_producer()
         if self.states:
-            self.assigner.targets.producers_know(list(self.states), len(self.assigner.source_topics))
+            self.assigner.targets.producers_know(list(self.states))
 
     # ------------------------------------------------------------------ the loop
     def stop(self) -> None:

@@ -36,6 +36,7 @@ class TargetTopics:
         self.lower_batch_cap = lower_batch_cap
         self.policy = plan.policy()
         self.names: dict[str, str] = {}  # source topic -> its target topic
+        self.flow_topics = 0  # how many topics the flow copies: how many producers its records are spread over
         # The target as the engine's start just read it (`starting_from`), for the assignment made then; and the
         # partitions each target topic's producer saw then (`producers_ahead`).
         self.at_start = ClusterState(0, {})
@@ -104,7 +105,7 @@ class TargetTopics:
         return {target: (state.max_message_bytes, state.log_append_time)
                 for target, state in self.at_start.topics.items() if target in targets}
 
-    def producers_know(self, partitions: list[TopicPartitionKey], flow_topics: int, timeout_s: float = 30.0) -> None:
+    def producers_know(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
         """Give these partitions' target topics their producers (`RecordProducers.spread`, by the flow's size), then
         refresh those producers' metadata until each sees its target partitions (produce() to a partition its cache
         does not hold fails at once, and the cache of a topic that just grew may be minutes old); the producers are
@@ -115,7 +116,7 @@ class TargetTopics:
             needed[self.name(topic)] = max(needed.get(self.name(topic), 0), partition + 1)
         needed = {target: count for target, count in needed.items() if self.seen_at_start.get(target, 0) < count}
         records = self.clients.records
-        records.spread(flow_topics, sorted(needed))
+        records.spread(self.flow_topics, sorted(needed))
         while needed:
             asked: dict[int, tuple[Producer, dict[str, int]]] = {}
             for target, count in needed.items():
