@@ -2,8 +2,10 @@
 
 It owns the decision (`SyncOnDelta`: at a partition's first record and wherever (target - source) changes), the
 writes to the offset-syncs topic (MM2's format, partition 0), the syncs in flight, which bound the stored
-progress, and the hold-back of syncs while the producer's queue is full. The engine's writer shares the copy's
-producer (and, in exactly-once mode, its transaction), so that the progress proves what was copied; a writer of
+progress, and the hold-back of syncs while the producer's queue is full. The engine's writer uses the copy's main
+producer, the one that writes the progress (and, in exactly-once mode, the records too, in its transaction), so
+that the progress proves what was copied: it never passes a sync that producer has not seen acknowledged, nor a
+record whose acknowledgement has not come back from the producer that wrote it (`RecordProducers`). A writer of
 whole ranges (the Spark backfill) has its own producer under the same copy contract.
 """
 

@@ -2,9 +2,10 @@
 `OffsetSyncWriter`), progress and heartbeats; and what a writer of whole ranges (the Spark backfill) stores after
 its copy, under the same contract.
 
-They share the copy's producer (and, in exactly-once mode, its transaction) because the progress must
-prove what was copied: a partition's progress never passes an offset-sync the target has not
-acknowledged (`PartitionState.copied_position`).
+They go through the copy's main producer (in exactly-once mode the one producer, whose transaction holds the
+records too) because the progress must prove what was copied: a partition's progress never passes an
+offset-sync the target has not acknowledged, nor a record whose acknowledgement has not come back
+(`PartitionState.copied_position`), whichever of the copy's producers wrote it (`RecordProducers`).
 """
 
 from __future__ import annotations
