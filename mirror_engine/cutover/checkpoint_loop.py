@@ -167,7 +167,9 @@ class CheckpointLoop:
     def _poll_lease(self) -> None:
         had = self.lease.held
         if self.lease.poll() and not had:
-            # Just taken (at start, or from a holder that stopped): write at once rather than an interval later.
+            # Just taken (at start, or from a holder that stopped): write at once rather than an interval later,
+            # every checkpoint (another holder may have written some since this process last did).
+            self.checkpointer.write_all_again()
             for task in self.scheduler.tasks:
                 if task.name in ("checkpoints", "group offset sync"):
                     self.scheduler.run_soon(task.name)

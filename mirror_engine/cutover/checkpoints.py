@@ -92,12 +92,12 @@ def log_round(results: list[GroupSyncResult], previous: dict[str, tuple[str, int
     `previous` (at most LOG_GROUPS of them): a few lines a round whatever the number of groups. Returns the
     outcomes to pass as `previous` next round."""
     news = [r for r in results if r.committed or ((r.skipped or r.pending) and previous.get(r.group) != r.outcome())]
-    log.info("checkpoint round: %d group(s), %d checkpoint(s), %d group(s) with offsets committed on the target, "
-             "%d waiting for records not copied yet, %d not synced", len(results), sum(r.checkpoints for r in results),
-             sum(1 for r in results if r.committed), sum(1 for r in results if r.pending),
-             sum(1 for r in results if r.skipped))
+    log.info("checkpoint round: %d group(s), %d checkpoint(s) changed, %d group(s) with offsets committed on the "
+             "target, %d waiting for records not copied yet, %d not synced", len(results),
+             sum(r.checkpoints for r in results), sum(1 for r in results if r.committed),
+             sum(1 for r in results if r.pending), sum(1 for r in results if r.skipped))
     for result in news[:LOG_GROUPS]:
-        log.info("  group %s: %d checkpoint(s), %d offset(s) committed on the target%s%s", result.group,
+        log.info("  group %s: %d checkpoint(s) changed, %d offset(s) committed on the target%s%s", result.group,
                  result.checkpoints, len(result.committed),
                  f", {result.pending} partition(s) not copied yet" if result.pending else "",
                  f", not synced: {result.skipped}" if result.skipped else "")
@@ -117,11 +117,21 @@ class Checkpointer:
         ensure_internal_topics(self.target_admin, self.topics)
         self.mapping = FlowMapping(plan, target_config)
         self.producer = Producer({**target_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+        # The last checkpoint written of each (group, target topic, partition), as (upstream, downstream): as
+        # MirrorMaker 2, one unchanged is not written again. A group that does not move then costs no record a
+        # round (1,000 groups of 20 partitions wrote 20,000 a round into a compacted topic that every reader of
+        # checkpoints reads from its start); a process that takes the lease writes each one once first.
+        self._written: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._stop = threading.Event()
 
     def close(self) -> None:
         self.mapping.close()
         self.producer.flush(30)
+
+    def write_all_again(self) -> None:
+        """Write every checkpoint at the next round, changed or not (this process just took the flow's lease:
+        another may have written since it last did)."""
+        self._written.clear()
 
     def groups(self) -> list[str]:
         """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
@@ -145,6 +155,8 @@ class Checkpointer:
         names = self.groups() if groups is None else groups
         results: dict[str, GroupSyncResult] = {}
         to_sync: dict[str, GroupTranslation] = {}
+        written: dict[tuple[str, str, int], tuple[int, int]] = {}
+        failed: set[tuple[str, str, int]] = set()
         for group, offsets in self._source_offsets(names).items():
             if isinstance(offsets, GroupError):  # one group's trouble must not stop the others
                 log.error("%s", offsets)
@@ -153,8 +165,14 @@ class Checkpointer:
             translation = translate_group(self.plan, self.mapping, group, offsets)
             result = results[group] = GroupSyncResult(group, pending=len(translation.pending))
             for (topic, partition), downstream in translation.translated.items() if emit else ():
-                checkpoint = Checkpoint(group, topic, partition, translation.upstream[(topic, partition)], downstream)
-                self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0)
+                offsets = (translation.upstream[(topic, partition)], downstream)
+                if self._written.get((group, topic, partition)) == offsets:
+                    continue
+                checkpoint = Checkpoint(group, topic, partition, *offsets)
+                key = (group, topic, partition)
+                self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0,
+                                      on_delivery=lambda error, _message, key=key: failed.add(key) if error else None)
+                written[key] = offsets
                 result.checkpoints += 1
             self.producer.poll(0)
             if sync and translation.translated:
@@ -165,6 +183,7 @@ class Checkpointer:
             self._sync_offsets(to_sync, results, write, keep_going)
         if self.producer.flush(30):
             raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
+        self._written.update((key, offsets) for key, offsets in written.items() if key not in failed)
         return [results[group] for group in names if group in results]
 
     def _source_offsets(self, groups: list[str]) -> dict[str, dict[TopicPartitionKey, int] | GroupError]:

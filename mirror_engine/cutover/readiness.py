@@ -24,7 +24,7 @@ from mirror_engine.cutover.checkpoint_loop import lease_holder
 from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
-from mirror_engine.kafka import admin_client, describe_group
+from mirror_engine.kafka import GroupError, GroupState, admin_client, describe_groups
 from mirror_engine.observe import assigned_partitions, flow_problems, partition_count
 from mirror_engine.plan import MigrationPlan
 
@@ -193,12 +193,16 @@ class CheckpointsCurrent(ReadinessCheck):
         holder = lease_holder(self._checkpointer.target_admin, self.plan)
         results = self._checkpointer.run_once(write=holder is None)
         behind, moving, current = [], [], []
+        # Whether a group still consumes on the source, asked of the groups it matters for in one request per
+        # coordinator (one request per group in sequence took seconds at 1,000 groups, every poll).
+        unsettled = [r.group for r in results if not r.pending and "active member" not in r.skipped]
+        on_source = describe_groups(self._checkpointer.source_admin, unsettled)
         for result in results:
             if result.pending:
                 behind.append(f"{result.group} ({result.pending} partition(s) not copied up to its offsets yet)")
             elif result.skipped and "active member" in result.skipped:
                 moving.append(f"{result.group} (consuming on the target)")
-            elif describe_group(self._checkpointer.source_admin, result.group).active:
+            elif _consuming(on_source[result.group]):
                 moving.append(f"{result.group} (consuming on the source)")
             elif result.skipped and result.skipped != "group offset sync is off":
                 behind.append(f"{result.group} ({result.skipped})")
@@ -219,6 +223,13 @@ class CheckpointsCurrent(ReadinessCheck):
         super().close()
 
 
+
+
+def _consuming(state: GroupState | GroupError) -> bool:
+    """Whether a described group has members; a group that could not be described stops the poll, as it did."""
+    if isinstance(state, GroupError):
+        raise state
+    return state.active
 
 
 # The checks a sensor may name (by these keys, so that a trigger serializes to plain strings).

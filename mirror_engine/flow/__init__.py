@@ -3,6 +3,7 @@ offset mapping they give."""
 
 from mirror_engine.flow.control import FLOW_ACTIONS, ControlChanges, ControlChannel
 from mirror_engine.flow.internal_topics import (
+    COMPACTED_SEGMENT_BYTES,
     InternalTopics,
     checkpoint_lease_group,
     engine_group_id,
@@ -19,6 +20,7 @@ from mirror_engine.flow.progress import (
 )
 
 __all__ = [
+    "COMPACTED_SEGMENT_BYTES",
     "FLOW_ACTIONS",
     "ControlChanges",
     "ControlChannel",

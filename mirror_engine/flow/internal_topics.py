@@ -19,6 +19,13 @@ from mirror_engine.plan import HEARTBEATS_TOPIC, MigrationPlan
 
 log = logging.getLogger(__name__)
 
+# Segments of the compacted topics written at every interval (progress: a record per partition that moved, each
+# second; checkpoints: a record per group partition that moved, each round). The broker compacts closed segments
+# only, and its default segment is 1 GiB: progress records batched with lz4 take about 13 bytes each, so a fresh
+# reader of a flow of 10,000 moving partitions (a switch, a sensor, a worker taking partitions) read up to 80
+# million records, two hours of writes. With 1 MiB segments (the least a Kafka 4 broker takes) it reads the
+# compacted head, one record per partition, plus about 80,000 records a segment not cleaned yet.
+COMPACTED_SEGMENT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,11 @@ class InternalTopics:
     def specs(self) -> dict[str, dict[str, str]]:
         """Each topic's configs. All have one partition: MM2's readers read partition 0 only."""
         compacted = {"cleanup.policy": "compact"}
+        rewritten = {**compacted, "segment.bytes": str(COMPACTED_SEGMENT_BYTES)}
         return {
-            self.progress: compacted,
+            self.progress: rewritten,
             self.offset_syncs: {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"},
-            self.checkpoints: compacted,
+            self.checkpoints: rewritten,
             self.heartbeats: compacted,
             self.control: compacted,
             self.status: {"cleanup.policy": "delete", "retention.ms": "86400000"},

@@ -23,6 +23,7 @@ from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authori
 from mirror_engine.kafka.groups import (
     ENGINE_GROUP_PREFIX,
     GroupError,
+    GroupState,
     commit_offsets,
     commit_offsets_of,
     committed_offsets,
@@ -77,6 +78,7 @@ __all__ = [
     "ClusterUnreachable",
     "ConfigFilter",
     "GroupError",
+    "GroupState",
     "Headers",
     "InternalTopicReader",
     "MalformedRecord",

@@ -22,7 +22,16 @@ from mirror_engine.cutover import (
     switch_producers,
 )
 from mirror_engine.flow import FlowMapping, InternalTopics
-from mirror_engine.kafka import Acl, committed_offsets, create_acls, group_fence, list_offsets, read_acls, read_to_end
+from mirror_engine.kafka import (
+    Acl,
+    commit_offsets,
+    committed_offsets,
+    create_acls,
+    group_fence,
+    list_offsets,
+    read_acls,
+    read_to_end,
+)
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.observe import ReportStore
 from mirror_engine.replication import Replicator
@@ -208,11 +217,20 @@ def test_checkpoints_sync_offsets_only_while_the_target_group_is_empty(kafka_pai
     try:
         result = next(r for r in checkpointer.run_once(sync_offsets=True) if r.group == group)
         assert "active member" in result.skipped and not result.committed
+        assert result.checkpoints == len(source_offsets) > 1
         assert committed_offsets(AdminClient(target.client_config()), group) == {}
         busy.close()
 
         result = next(r for r in checkpointer.run_once(sync_offsets=True) if r.group == group)
         assert result.committed and not result.skipped
+        assert result.checkpoints == 0  # nothing moved: no checkpoint written again (as MirrorMaker 2)
+
+        # The group moves on one partition on the source: that partition's checkpoint alone is written.
+        moved = min(source_offsets)
+        source_offsets[moved] += 5
+        commit_offsets(AdminClient(source.client_config()), group, {moved: source_offsets[moved]})
+        result = next(r for r in checkpointer.run_once(sync_offsets=True) if r.group == group)
+        assert result.checkpoints == 1 and result.committed == {moved: source_offsets[moved]}
     finally:
         checkpointer.close()
     target_offsets = committed_offsets(AdminClient(target.client_config()), group)

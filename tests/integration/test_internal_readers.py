@@ -12,17 +12,20 @@ import uuid
 
 import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from mirror_engine.flow import (
+    COMPACTED_SEGMENT_BYTES,
     ControlChannel,
     FlowMapping,
     InternalTopics,
     PartitionProgress,
+    ProgressFollower,
     ensure_internal_topics,
     load_progress,
+    progress_key,
 )
-from mirror_engine.kafka import admin_client
+from mirror_engine.kafka import admin_client, describe_topic_configs, read_to_end
 from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
 from mirror_engine.observe import (
     FlowView,
@@ -200,3 +203,66 @@ def test_the_latency_probe_sees_the_heartbeat_when_its_copy_is_committed(kafka_p
     assert copied, "the copier saw no heartbeat"
     assert latency.replica_topic == replica
     assert latency.latency_ms >= held_s * 1000, f"the probe counted an aborted copy: {latency.latency_ms:.0f} ms"
+
+
+def test_progress_and_checkpoints_roll_small_segments_so_compaction_bounds_their_reads(kafka_pair, unique_name):
+    """Both are read from their start (a switch, a sensor, a worker's start) and written for every partition or group
+    that moved, up to every second: the broker compacts closed segments only, so the target gets segments of
+    COMPACTED_SEGMENT_BYTES (its default, 1 GiB, held two hours of a 10,000-partition flow's progress). Compaction
+    then keeps the latest record of each partition, and the readers read it back: here with segments rolled every
+    second (set for the test alone), for the test to see the cleaner at work."""
+    _, target = kafka_pair
+    config = target.client_config()
+    plan = plan_from_dict(plan_dict(*kafka_pair, unique_name, name=f"roll{unique_name[-8:]}"))
+    topics = InternalTopics.for_plan(plan)
+    admin = admin_client(config)
+    ensure_internal_topics(admin, topics)
+    configs = describe_topic_configs(admin, [topics.progress, topics.checkpoints])
+    for name in (topics.progress, topics.checkpoints):
+        values = {entry.name: entry.value for entry in configs[name]}
+        assert values["cleanup.policy"] == "compact"
+        assert int(values["segment.bytes"]) == COMPACTED_SEGMENT_BYTES <= 1024 * 1024, (name, values["segment.bytes"])
+
+    faster = ConfigResource(ConfigResource.Type.TOPIC, topics.progress, incremental_configs=[
+        ConfigEntry("segment.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([faster])[faster].result()
+    follower = ProgressFollower(config, topics.progress)  # a reader kept open while the cleaner works
+    producer = Producer({**config, "enable.idempotence": True, "linger.ms": 5})
+    rounds, keys = 12, 4
+    try:
+        follower.catch_up()
+        for position in range(1, rounds + 1):  # a segment rolls at the first write a second after its first record
+            for partition in range(keys):
+                for _ in range(200):
+                    producer.produce(topics.progress,
+                                     PartitionProgress("orders", partition, position, position).value(),
+                                     progress_key(plan.source.alias, "orders", partition), 0)
+            assert producer.flush(30) == 0
+            time.sleep(0.4)
+        time.sleep(1.2)  # the last record of each partition alone in the last segment: every other one cleanable
+        for partition in range(keys):
+            producer.produce(topics.progress, PartitionProgress("orders", partition, rounds + 1, rounds + 1).value(),
+                             progress_key(plan.source.alias, "orders", partition), 0)
+        assert producer.flush(30) == 0
+        written = rounds * keys * 200 + keys
+        deadline = time.monotonic() + 90
+        while len(read_to_end(config, topics.progress)) > written // 3:
+            assert time.monotonic() < deadline, f"{len(read_to_end(config, topics.progress))} of {written} records " \
+                                                "still there: the cleaner did not compact the rolled segments"
+            time.sleep(1)
+        expected = {("orders", p): PartitionProgress("orders", p, rounds + 1, rounds + 1) for p in range(keys)}
+        assert load_progress(config, topics.progress) == expected
+        follower.catch_up()
+        assert follower.progress_of() == expected
+        with FlowMapping(plan, config) as mapping:
+            mapping.refresh()
+            assert {key: mapping.copied_position(*key) for key in expected} == {key: rounds + 1 for key in expected}
+        fresh = ProgressFollower(config, topics.progress)
+        try:
+            fresh.catch_up()
+            assert fresh.progress_of() == expected
+            assert fresh.records_read < written // 3
+        finally:
+            fresh.close()
+    finally:
+        follower.close()

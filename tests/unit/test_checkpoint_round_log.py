@@ -25,4 +25,4 @@ def test_a_round_of_a_thousand_groups_logs_a_dozen_lines_and_then_only_what_chan
 
     changed = [*waiting[:999], GroupSyncResult("g999", checkpoints=3, committed={("t", 0): 5})]
     lines, _ = _lines(caplog, changed, outcomes)
-    assert len(lines) == 2 and "group g999: 3 checkpoint(s), 1 offset(s) committed" in lines[1], lines
+    assert len(lines) == 2 and "group g999: 3 checkpoint(s) changed, 1 offset(s) committed" in lines[1], lines
