@@ -2,12 +2,13 @@
 
 The engine holds each partition of a backfill topic at a snapshot offset B (recorded in the flow's
 control topic). This job copies the source range [earliest, B) of every partition to the same target
-partition: Spark's Kafka source makes one task per source partition and reads it in offset order; the
-task writes with an idempotent producer (Spark's Kafka sink cannot set timestamps), keys, values,
-headers and timestamps kept. Then the job writes the offset-syncs of what it copied and the partitions'
-progress at B, and marks the topic done: the engine copies on from B. Order is kept and nothing is
-written twice: a task counts what the target already holds of its range before writing (so a re-run
-after a failure, or a retried task, resumes where the last one stopped).
+partition: one Spark task per source partition reads it in offset order with a consumer of its own and
+writes it with an idempotent producer (`range_copy`: the engine's client and copy contract; Spark's Kafka
+sink cannot set timestamps), keys, values, headers and timestamps kept. Then the job writes the
+offset-syncs of what it copied and the partitions' progress at B, and marks the topic done: the engine
+copies on from B. Order is kept and nothing is written twice: a task counts what the target already
+holds of its range before writing (so a re-run after a failure, or a retried task, resumes where the
+last one stopped).
 
 Exit status: 0 done, 1 failed (re-run it), 2 bad arguments or plan.
 """
@@ -82,19 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from spark_jobs.cluster_access import (
-        ClusterLoginError,
-        allow_oauth_urls,
-        check_logins,
-        executor_oauth_options,
-        plan_security,
-    )
-    from spark_jobs.validation import kafka_options
-
     try:
         source_config, target_config = plan.client_configs()
-        source_security = plan_security(plan)[0]
-        source_options = kafka_options(source_security)
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -112,20 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parts = partition_ranges(plan, source_config, [pending[t] for t in topics], only_partitions,
                              start_bound, end_bound)
 
-    from spark_jobs.packages import job_packages
     from spark_jobs.session import build_session
 
     started = time.monotonic()
-    spark = build_session(f"backfill-{plan.name}", master=args.master,
-                          packages=lambda: job_packages(source_security),
-                          executor_java_options=executor_oauth_options(source_security))
-    allow_oauth_urls(spark, source_security)
-    try:
-        check_logins(spark, [(source_security, source_options)])
-    except ClusterLoginError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    copy_ranges(spark, source_options, target_config, parts)
+    # The tasks read the source and write the target with the engine's client (librdkafka, the plan's settings,
+    # both logins already used above): no Java Kafka client runs in this job.
+    spark = build_session(f"backfill-{plan.name}", master=args.master)
+    copy_ranges(spark, source_config, target_config, parts)
     _store_progress(plan, target_config, parts)
     for topic in topics:
         snapshot = pending[topic]
@@ -185,32 +168,26 @@ def partition_ranges(plan: Any, source_config: dict[str, str], snapshots: list[A
     return parts
 
 
-def copy_ranges(spark: Any, source_options: dict[str, str], target_config: dict[str, str],
+def copy_ranges(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
                 parts: list[PartitionBackfill]) -> None:
-    """Copy every part's range with one Spark task per source partition; fills each part's records, written and
-    syncs from what its task reports."""
-    from pyspark.sql import functions as F
+    """Copy every part's range with one Spark task per source partition, the largest first; fills each part's
+    records, written and syncs from what its task reports.
 
-    from spark_jobs.validation import read_ranges
-
-    ranges: dict[str, dict[int, tuple[int, int]]] = {}
-    for part in parts:
-        ranges.setdefault(part.topic, {})[part.partition] = (part.start, part.end)
-    records = read_ranges(spark, source_options, ranges, {t: t for t in ranges})
+    The tasks read the source themselves (`range_copy`: a librdkafka consumer per partition, as the engine
+    reads), so the records go from the source to the target without passing through Spark's JVM: the job's
+    DataFrame is one row per range, `spark.range` with one Spark partition per row."""
+    work = sorted(({"topic": p.topic, "partition": p.partition, "start": p.start, "end": p.end,
+                    "target_topic": p.target_topic, "target_start": p.target_start} for p in parts if p.end > p.start),
+                  key=lambda r: r["start"] - r["end"])
     results: dict[tuple[str, int], dict] = {}
-    if records is not None:
-        plan_parts = {(p.topic, p.partition): {"target_topic": p.target_topic, "target_start": p.target_start}
-                      for p in parts}
-        columns = records.select("topic", "partition", "offset", "key", "value", "headers",
-                                 F.unix_millis("timestamp").alias("ts"))
+    if work:
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
         from spark_jobs.range_copy import SUMMARY_SCHEMA
-        from spark_jobs.range_copy import copy_arrow_batches as task
+        from spark_jobs.range_copy import copy_partition_ranges as task
 
-        # No shuffle: each Spark partition is one Kafka partition, read in offset order, handed to Python as
-        # Arrow batches (far cheaper than Row objects).
-        summaries = columns.mapInArrow(lambda batches: task(batches, target_config, plan_parts),
-                                       SUMMARY_SCHEMA).collect()
+        summaries = (spark.range(0, len(work), 1, len(work))
+                     .mapInArrow(lambda batches: task(batches, source_config, target_config, work), SUMMARY_SCHEMA)
+                     .collect())
         results = {(s["topic"], s["partition"]): {**s.asDict(), "syncs": json.loads(s["syncs"])} for s in summaries}
     for part in parts:
         summary = results.get((part.topic, part.partition), {"records": 0, "written": 0, "syncs": []})

@@ -1,28 +1,52 @@
-"""The backfill's Spark task: copy Arrow batches of one source partition's range to its target partition.
+"""The backfill's Spark task: copy one source partition's range [start, end) to the same target partition.
 
-Spark's Kafka source hands each task one Kafka partition in offset order, as Arrow record batches. The
-task writes them through the copy contract (`mirror_engine.replication.copy_contract`): an idempotent, gapless
-producer, the same partition number, key, value, headers and timestamp, and an offset-sync wherever
-(target - source) changes. Per record it does one `produce()` and nothing else: columns are turned into
-Python lists once per batch, the order check is one vectorised comparison per batch, the sync rule is
-asked once per batch when the batch has no offset gap (the delta cannot change inside it), and the
-producer reports deliveries only when they fail (`delivery.report.only.error`), so no Python callback
-runs per record. The cyclic garbage collector is off while a task copies. This module imports no
-pyspark: the Python worker loads only what the copy needs.
+The task reads its partition with a consumer of its own (librdkafka, `read_committed`, as the engine reads) and
+writes through the copy contract (`mirror_engine.replication.copy_contract`): an idempotent, gapless producer,
+the same partition number, key, value, headers and timestamp, and an offset-sync wherever (target - source)
+changes. Per record it does what the engine's copy loop does: the consumed message's fields straight into one
+`produce()`, nothing converted. The records never pass through Spark's JVM: reading them with Spark's Kafka
+source and handing them to Python as Arrow cost about twice the CPU of the whole copy in a fresh session (the
+JVM's compilation of that path included), more than the engine spends on the same records (bench/README.md).
+
+Order: one task per source partition, reading in offset order and writing it to one target partition with
+one idempotent producer, so the target holds the range in the source's order; a record below one already
+seen stops the task. The producer reports deliveries only when they fail (`delivery.report.only.error`), so
+no Python callback runs per record. The cyclic garbage collector is off while a task copies. This module
+imports no pyspark: the Python worker loads only what the copy needs.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from mirror_engine.replication import SyncOnDelta, produce_when_room, target_producer_settings
 
 SUMMARY_SCHEMA = "topic string, partition int, records long, written long, syncs string"
+BATCH = 10_000  # records taken from the consumer at a time
+STALL_S = 120.0  # a range that yields nothing for this long fails its task (a re-run resumes)
+# The engine's consumer settings (`replication.clients`) for one partition: bounded prefetch, fetched again
+# soon (librdkafka waits 1 s by default once its prefetch is full, which stalled a task at every refill).
+SOURCE_SETTINGS = {
+    "group.id": "mirror-engine-backfill",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "isolation.level": "read_committed",  # aborted records are not copied, as by the engine
+    "enable.partition.eof": True,
+    # Records the source's retention removed since the range was planned are skipped (what Spark's Kafka
+    # source did with failOnDataLoss=false): the range starts at the earliest record still there.
+    "auto.offset.reset": "earliest",
+    "fetch.max.bytes": 1024 * 1024,
+    "max.partition.fetch.bytes": 1024 * 1024,
+    "queued.min.messages": BATCH,
+    "queued.max.messages.kbytes": 8 * 1024,
+    "fetch.queue.backoff.ms": 10,
+}
 
 
 @dataclass
@@ -44,27 +68,28 @@ class RangeState:
 
 
 class RangeCopier:
-    """Copies the batches of a task's partitions; `finish()` waits for every acknowledgement."""
+    """Copies the ranges of a task's partitions, each read by a consumer of its own; `finish()` waits for every
+    acknowledgement."""
 
-    def __init__(self, target_config: dict[str, str], plan_parts: dict[tuple[str, int], dict]) -> None:
+    def __init__(self, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+        self.source_config = source_config
         self.target_config = target_config
-        self.plan_parts = plan_parts
         self.states: dict[tuple[str, int], RangeState] = {}
         self.errors: list[str] = []
         self.producer: Producer | None = None
 
-    def _state(self, topic: str, partition: int) -> RangeState:
+    def _state(self, part: dict) -> RangeState:
+        topic, partition = part["topic"], part["partition"]
         state = self.states.get((topic, partition))
         if state is None:
-            info = self.plan_parts[(topic, partition)]
             consumer = Consumer({**self.target_config, "group.id": "mirror-engine-backfill"})
             try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(info["target_topic"], partition), timeout=30)
+                _low, high = consumer.get_watermark_offsets(TopicPartition(part["target_topic"], partition), timeout=30)
             finally:
                 consumer.close()
             # The records already on the target past the range's start are its first records (the copy contract).
             state = self.states[(topic, partition)] = RangeState(
-                topic, partition, info["target_topic"], info["target_start"], max(0, high - info["target_start"]))
+                topic, partition, part["target_topic"], part["target_start"], max(0, high - part["target_start"]))
             if self.producer is None:
                 settings = target_producer_settings(self.target_config, linger_ms=20, compression="lz4",
                                                     batch_bytes=1_048_576)
@@ -76,57 +101,79 @@ class RangeCopier:
         if error is not None:
             self.errors.append(error.str())
 
-    def copy(self, batch: Any) -> None:
-        """One Arrow batch (topic, partition, offset, key, value, headers, ts), in offset order per partition."""
-        if batch.num_rows == 0:
+    def copy_range(self, part: dict) -> None:
+        """Copy the source range [part["start"], part["end"]) of one partition (keys: topic, partition, start, end,
+        target_topic, target_start)."""
+        start, end = part["start"], part["end"]
+        state = self._state(part)
+        if end <= start:
             return
-        # No pyarrow.compute nor to_numpy here: they import pandas, which costs a worker more than many batches.
-        topics, partitions = batch.column("topic").to_pylist(), batch.column("partition").to_pylist()
-        rows = len(topics)
-        if topics.count(topics[0]) == rows and partitions.count(partitions[0]) == rows:
-            self._copy_run(self._state(topics[0], partitions[0]), batch)  # the usual case: one Kafka partition
-            return
-        import pyarrow as pa
+        consumer = Consumer({**self.source_config, **SOURCE_SETTINGS})
+        try:
+            consumer.assign([TopicPartition(state.topic, state.partition, start)])
+            last_progress = time.monotonic()
+            while True:
+                messages = consumer.consume(BATCH, 0.2)
+                if messages:
+                    last_progress = time.monotonic()
+                    if self.copy_messages(state, messages, end):
+                        return
+                elif time.monotonic() - last_progress > STALL_S:
+                    at = state.previous + 1 if state.previous >= 0 else start
+                    raise RuntimeError(f"{state.topic}[{state.partition}]: nothing read for {STALL_S:.0f} s at offset "
+                                       f"{at}, before the range's end {end}; the task can be run again")
+        finally:
+            consumer.close()
 
-        keys = list(zip(topics, partitions, strict=True))
-        for key in dict.fromkeys(keys):
-            self._copy_run(self._state(*key), batch.filter(pa.array([k == key for k in keys])))
-
-    def _copy_run(self, state: RangeState, batch: Any) -> None:
-        import numpy as np
-
-        offsets = int64_values(batch.column("offset"))
-        steps = np.diff(offsets)
-        if offsets[0] <= state.previous or (steps <= 0).any():
-            raise RuntimeError(f"{state.topic}[{state.partition}]: rows out of offset order after {state.previous}")
-        state.previous = int(offsets[-1])
-        count, first_target = len(offsets), state.target_start + state.index
-        if (steps == 1).all():  # no gap: (target - source) is the same for the whole batch
-            if state.rule.due(int(offsets[0]), first_target):
-                state.syncs.append((int(offsets[0]), first_target))
-        else:  # compacted or transactional history: look at every record
-            for i, offset in enumerate(offsets.tolist()):
-                if state.rule.due(offset, first_target + i):
-                    state.syncs.append((offset, first_target + i))
-        skip = max(0, state.already - state.index)
-        state.index += count
-        if skip >= count:
-            return
-        keys, values = batch.column("key").to_pylist(), batch.column("value").to_pylist()
-        stamps, headers = batch.column("ts").to_pylist(), header_lists(batch.column("headers"))
-        if skip:
-            keys, values, stamps, headers = keys[skip:], values[skip:], stamps[skip:], headers[skip:]
+    def copy_messages(self, state: RangeState, messages: list[Any], end: int) -> bool:
+        """Copy consumed messages of `state`'s partition (in offset order) up to the range's `end`; True once the range
+        is read to its end. An offset-sync is recorded at the range's first record and wherever the source offsets
+        have a gap (compacted or transactional history: the delta changes there)."""
         producer, topic, partition = self.producer, state.target_topic, state.partition
         assert producer is not None
-        produce = producer.produce
-        for key, value, stamp, record_headers in zip(keys, values, stamps, headers, strict=True):
-            try:
-                # All positional (topic, value, key, partition, on_delivery, callback, timestamp, headers).
-                produce(topic, value, key, partition, None, None, stamp, record_headers)
-            except BufferError:
-                produce_when_room(producer, topic, value, key, partition, None, stamp, record_headers)
-        state.written += count - skip
+        produce, rule, syncs = producer.produce, state.rule, state.syncs
+        index, already, target_start = state.index, state.already, state.target_start
+        expected = state.previous + 1 if state.previous >= 0 else -1  # the next offset when there is no gap
+        done = False
+        written = 0
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"{state.topic}[{state.partition}]: {error.str()}")
+                if message.offset() >= end:  # everything below the end is read (markers or aborted records last)
+                    done = True
+                    break
+                continue  # the records below the end are not readable yet (a transaction still open)
+            offset = message.offset()
+            if offset != expected:  # the first record, a gap, or the end
+                if offset >= end:
+                    done = True
+                    break
+                if offset < expected:
+                    raise RuntimeError(f"{state.topic}[{state.partition}]: offset {offset} read after {expected - 1}: "
+                                       "records out of offset order")
+                if rule.due(offset, target_start + index):
+                    syncs.append((offset, target_start + index))
+            expected = offset + 1
+            if index >= already:
+                stamp = message.timestamp()[1]
+                try:
+                    # All positional (topic, value, key, partition, on_delivery, callback, timestamp, headers).
+                    produce(topic, message.value(), message.key(), partition, None, None, stamp, message.headers())
+                except BufferError:
+                    produce_when_room(producer, topic, message.value(), message.key(), partition, None, stamp,
+                                      message.headers())
+                written += 1
+            index += 1
+            if expected >= end:
+                done = True
+                break
+        state.index, state.written = index, state.written + written
+        if expected > 0:
+            state.previous = expected - 1
         producer.poll(0)
+        return done
 
     def finish(self) -> list[dict]:
         """Wait for the target to acknowledge everything; one summary per partition."""
@@ -138,43 +185,24 @@ class RangeCopier:
                  "syncs": s.syncs} for s in self.states.values()]
 
 
-def int64_values(column: Any) -> Any:
-    """A numpy view of a null-free int64 Arrow column (`to_numpy()` would import pandas into the worker)."""
-    import numpy as np
-
-    return np.frombuffer(column.buffers()[1], dtype=np.int64, count=len(column), offset=column.offset * 8)
-
-
-def header_lists(column: Any) -> list[list[tuple[str, bytes | None]] | None]:
-    """Per row, the record's headers as (name, value) pairs, or None: from the flattened column, not per row."""
-    rows = len(column)
-    offsets = column.offsets.to_pylist()
-    if offsets[-1] == offsets[0]:
-        return [None] * rows
-    entries = column.values
-    pairs = list(zip(entries.field("key").to_pylist(), entries.field("value").to_pylist(), strict=True))
-    found = [pairs[offsets[i]:offsets[i + 1]] or None for i in range(rows)]
-    if column.null_count:  # a null list may still span entries (Arrow allows it): it has no headers
-        found = [row if valid else None for row, valid in zip(found, column.is_valid().to_pylist(), strict=True)]
-    return found
-
-
-def copy_arrow_batches(batches: Iterator[Any], target_config: dict[str, str],
-                       plan_parts: dict[tuple[str, int], dict]) -> Iterator[Any]:
-    """The function `mapInArrow` runs: copy every batch, then yield one summary batch (syncs as JSON)."""
+def copy_partition_ranges(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
+                          ranges: list[dict]) -> Iterator[Any]:
+    """The function `mapInArrow` runs over `spark.range(len(ranges))`: copy the ranges whose index is in the
+    batches' `id` column, then yield one summary per partition (syncs as JSON)."""
     import gc
 
     import pyarrow as pa
 
-    copier = RangeCopier(target_config, plan_parts)
-    # Two containers per record (its header list and pairs) set off the cyclic collector's sweeps of the
-    # worker's whole heap (pyspark's modules) every few thousand records: in the profile they cost several
-    # times the header lists themselves. The copy makes no reference cycles; reference counting frees it all.
+    copier = RangeCopier(source_config, target_config)
+    # The headers of every record are a list of tuples: allocations that set off the cyclic collector's sweeps
+    # of the worker's whole heap (pyspark's modules) every few thousand records. The copy makes no reference
+    # cycles; reference counting frees it all.
     collecting = gc.isenabled()
     gc.disable()
     try:
         for batch in batches:
-            copier.copy(batch)
+            for index in batch.column("id").to_pylist():
+                copier.copy_range(ranges[index])
         summaries = copier.finish()
     finally:
         if collecting:

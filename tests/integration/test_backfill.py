@@ -13,11 +13,11 @@ import pytest
 import yaml
 from confluent_kafka.admin import NewTopic
 
-from mirror_engine.flow import ControlChannel
+from mirror_engine.flow import ControlChannel, FlowMapping
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 from spark_jobs import backfill
-from tests.integration.kafka_data import end_offsets, produce, read_partition
+from tests.integration.kafka_data import end_offsets, produce, produce_transactions, read_partition
 from tests.integration.plans import create_topics, plan_dict
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -116,6 +116,37 @@ def test_a_killed_backfill_rerun_copies_each_record_once(kafka_pair, spark, uniq
     assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(
         max_seconds=60, until_caught_up=True).ok
     _assert_exact_copy(source, target, topic)
+
+
+def test_a_transactional_history_is_backfilled_without_aborted_records_and_translates_across_its_gaps(
+        kafka_pair, spark, unique_name, tmp_path):
+    """The tasks read the source as the engine does (read_committed): aborted records are not copied, and the
+    offsets their transactions and markers take are gaps where (target - source) changes, each with an offset-sync,
+    so that every copied record's source offset translates to the exact target offset where it is."""
+    source, target = kafka_pair
+    topic = f"{unique_name}-txn"
+    create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
+    committed = produce_transactions(source, topic, PARTITIONS, transactions=30, per_transaction=200, abort_every=3,
+                                     transactional_id=f"{unique_name}-writer")
+    aborted = sum(len(read_partition(source, topic, p, committed=False)) for p in range(PARTITIONS)) - committed
+    assert committed == 4_000 and aborted == 2_000
+    data = plan_dict(source, target, topic, backfill={"topics": [topic]})
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(max_seconds=5).ok
+    _wait_for_snapshot(data, target, topic)
+
+    assert backfill.main(["--plan", str(plan_file)]) == 0
+
+    assert _target_count(target, topic) == committed
+    _assert_exact_copy(source, target, topic)
+    with FlowMapping(plan_from_dict(data), target.client_config()) as mapping:
+        mapping.refresh()
+        for partition in range(PARTITIONS):
+            pairs = zip(read_partition(source, topic, partition), read_partition(target, topic, partition), strict=True)
+            wrong = [(s.offset, t.offset, mapping.translate(topic, partition, s.offset)) for s, t in pairs
+                     if mapping.translate(topic, partition, s.offset) != t.offset]
+            assert not wrong, f"{topic}[{partition}]: (source, target, translated) {wrong[:5]}"
 
 
 def test_backfill_refuses_a_topic_with_nothing_pending(kafka_pair, unique_name, tmp_path):
