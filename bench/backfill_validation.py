@@ -107,20 +107,38 @@ def _session(master: str) -> tuple[float, float]:
     return session, time.perf_counter() - started
 
 
+def _tree_cpu() -> float:
+    """CPU seconds used so far by this process and its descendants (the Spark JVM, its Python daemon and workers):
+    on a shared machine a job's CPU moves less with the load than its wall time."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 def _jobs(master: str, history_plan: str, copied_plan: str, reports: str) -> None:
-    """The child's part: a session, then the backfill and the validation, timed; one JSON line on stdout."""
+    """The child's part: a session, then the backfill and the validation, timed (wall and CPU seconds of the
+    child's processes); one JSON line on stdout."""
     import spark_jobs
     from spark_jobs import backfill, validate
 
     logging.basicConfig(level=logging.WARNING)
     session, workers = _session(master)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _tree_cpu()
     assert backfill.main(["--plan", history_plan]) == 0
-    backfilled = time.perf_counter() - started
-    started = time.perf_counter()
+    backfilled, backfill_cpu = time.perf_counter() - started, _tree_cpu() - cpu
+    started, cpu = time.perf_counter(), _tree_cpu()
     assert validate.main(["--plan", copied_plan, "--report-dir", reports]) == 0
-    validated = time.perf_counter() - started
+    validated, validation_cpu = time.perf_counter() - started, _tree_cpu() - cpu
     print(json.dumps({"session": session, "workers": workers, "backfill": backfilled, "validation": validated,
+                      "backfill_cpu": backfill_cpu, "validation_cpu": validation_cpu,
                       "code": str(Path(spark_jobs.__file__).parent.parent)}))
 
 
@@ -136,6 +154,13 @@ def _run_jobs(code_dir: Path, master: str, history_plan: Path, copied_plan: Path
     if Path(found["code"]).resolve() != code_dir.resolve():
         raise RuntimeError(f"the jobs ran the code of {found['code']}, not of {code_dir}")
     return found
+
+
+def _own_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _codes(value: str | None) -> list[tuple[str, Path]]:
@@ -183,11 +208,11 @@ def main() -> None:
                 # The machine's load changes from minute to minute: each round times the engine again, just
                 # before its jobs, and the jobs' ratios are to that copy.
                 copied = _plan(source, target, "copied", backfill=False, run=run)
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), _own_cpu()
                 summary = Replicator(plan_from_dict(copied), source.client_config(), target.client_config()).run(
                     until_caught_up=True)
                 engine = time.perf_counter() - started
-                rows.append((f"engine copy (round {run})", engine, engine))
+                rows.append((f"engine copy (round {run})", engine, engine, _own_cpu() - cpu))
                 assert summary.ok and summary.records == args.records, summary
                 copied_file = Path(workdir) / f"copied-{run}.yaml"
                 copied_file.write_text(yaml.safe_dump(copied))
@@ -199,13 +224,13 @@ def main() -> None:
                 plan_file.write_text(yaml.safe_dump(history))
                 found = _run_jobs(code_dir, master, plan_file, copied_file, reports)
                 starts.append((label, (found["session"], found["workers"])))
-                rows.append((f"backfill {label}", found["backfill"], engine))
-                rows.append((f"validation {label}", found["validation"], engine))
+                rows.append((f"backfill {label}", found["backfill"], engine, found.get("backfill_cpu")))
+                rows.append((f"validation {label}", found["validation"], engine, found.get("validation_cpu")))
                 loads.append(os.getloadavg()[0])
             if args.records <= args.in_process_max:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), _own_cpu()
                 assert validate.main(["--plan", str(copied_file), "--report-dir", reports, "--in-process"]) == 0
-                rows.append(("validation in-process", time.perf_counter() - started, engine))
+                rows.append(("validation in-process", time.perf_counter() - started, engine, _own_cpu() - cpu))
         finally:
             source.stop()
             target.stop()
@@ -214,10 +239,12 @@ def main() -> None:
                       for label, (session, workers) in starts))
     print(f"load average (1 min) at each round's start and end: {', '.join(f'{load:.1f}' for load in loads)}")
     print(f"{args.records:,} records of 100 B (keys, values), 8 partitions; validation reads both sides")
-    print(f"{'job':<32} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'vs engine':>10}")
-    for job, seconds, engine_seconds in rows:
+    print("CPU s: the engine's process, or the Spark job's processes (its JVM and Python workers); brokers not counted")
+    print(f"{'job':<32} {'seconds':>8} {'records/s':>11} {'MB/s':>7} {'vs engine':>10} {'CPU s':>7}")
+    for job, seconds, engine_seconds, cpu_seconds in rows:
+        cpu_text = f"{cpu_seconds:7.1f}" if cpu_seconds is not None else f"{'':>7}"
         print(f"{job:<32} {seconds:8.1f} {args.records / seconds:11,.0f} {megabytes / seconds:7.1f} "
-              f"{engine_seconds / seconds:10.2f}")
+              f"{engine_seconds / seconds:10.2f} {cpu_text}")
 
 
 if __name__ == "__main__":
