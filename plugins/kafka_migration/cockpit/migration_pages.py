@@ -167,7 +167,9 @@ def checkpoints_table(snapshot: dict[str, Any]) -> str:
              duration((now_ms - c["oldest_ms"]) / 1000)] for c in snapshot["checkpoints"]]
     return table(["group", "partitions", "newest checkpoint", "oldest partition's checkpoint age"], rows,
                  numeric={1}, empty="no checkpoints written yet") + _more(
-        len(rows), snapshot["checkpoint_groups"], "groups (those checkpointed longest ago first)")
+        len(rows), snapshot["checkpoint_groups"], "groups (those checkpointed longest ago first)") + (
+        "<p class='muted'>A group's checkpoint is written when its position moves, as MirrorMaker 2 writes them: a "
+        "group that reads nothing keeps its last one, which ages.</p>" if rows else "")
 
 
 def migration_page(snapshot: dict[str, Any], strip: str, prefix: str) -> str:
