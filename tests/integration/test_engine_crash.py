@@ -325,8 +325,12 @@ def test_a_second_exactly_once_run_fences_the_first_which_says_so(kafka_pair, un
     with first_log.open("w") as log:
         first = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
-    while _copied(target, topic) == 0 and first.poll() is None and time.monotonic() < deadline:
+    # The topic's two partitions (`_copied` asks PARTITIONS, which this topic does not have: it saw nothing, and
+    # the second run started only at the deadline, 120 s on, after the first had copied everything).
+    while sum(end_offsets(target, topic, 2, committed=True)) == 0 and first.poll() is None \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert first.poll() is None and time.monotonic() < deadline, "the first run copied nothing"
     second = subprocess.Popen([*command, "--until-caught-up", "--max-seconds", "300"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
