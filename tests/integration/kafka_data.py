@@ -28,6 +28,7 @@ def read_partition(cluster: KafkaCluster, topic: str, partition: int, committed:
     consumer = Consumer({
         **cluster.client_config(), "group.id": "test-reader", "enable.auto.commit": False,
         "enable.partition.eof": True, "isolation.level": "read_committed" if committed else "read_uncommitted",
+        "fetch.wait.max.ms": 10,  # the end is known from an empty fetch: the broker's 500 ms wait was most of a read
     })
     low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
     records: list[Record] = []
@@ -38,7 +39,9 @@ def read_partition(cluster: KafkaCluster, topic: str, partition: int, committed:
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
-            for message in consumer.consume(10_000, timeout=1):
+            # A batch returns when full or at its timeout, not at the partition's end: a short timeout, or every
+            # read of a partition took a second more (about 120 reads in some tests).
+            for message in consumer.consume(10_000, timeout=0.1):
                 error = message.error()
                 if error is None:
                     records.append(Record(message.offset(), message.key(), message.value(),
