@@ -165,14 +165,13 @@ class Checkpointer:
             translation = translate_group(self.plan, self.mapping, group, offsets)
             result = results[group] = GroupSyncResult(group, pending=len(translation.pending))
             for (topic, partition), downstream in translation.translated.items() if emit else ():
-                offsets = (translation.upstream[(topic, partition)], downstream)
-                if self._written.get((group, topic, partition)) == offsets:
+                key, pair = (group, topic, partition), (translation.upstream[(topic, partition)], downstream)
+                if self._written.get(key) == pair:
                     continue
-                checkpoint = Checkpoint(group, topic, partition, *offsets)
-                key = (group, topic, partition)
+                checkpoint = Checkpoint(group, topic, partition, *pair)
                 self.producer.produce(self.topics.checkpoints, checkpoint.record_value(), checkpoint.record_key(), 0,
                                       on_delivery=lambda error, _message, key=key: failed.add(key) if error else None)
-                written[key] = offsets
+                written[key] = pair
                 result.checkpoints += 1
             self.producer.poll(0)
             if sync and translation.translated:
@@ -183,7 +182,7 @@ class Checkpointer:
             self._sync_offsets(to_sync, results, write, keep_going)
         if self.producer.flush(30):
             raise RuntimeError(f"the target did not acknowledge the checkpoints written to {self.topics.checkpoints}")
-        self._written.update((key, offsets) for key, offsets in written.items() if key not in failed)
+        self._written.update((key, pair) for key, pair in written.items() if key not in failed)
         return [results[group] for group in names if group in results]
 
     def _source_offsets(self, groups: list[str]) -> dict[str, dict[TopicPartitionKey, int] | GroupError]:
