@@ -11,7 +11,7 @@ from confluent_kafka import Message
 
 from mirror_engine.flow.internal_topics import InternalTopics
 from mirror_engine.flow.offset_map import OffsetMap
-from mirror_engine.flow.progress import PartitionProgress, parse_progress
+from mirror_engine.flow.progress import PartitionProgress, latest_records, parse_progress
 from mirror_engine.kafka import InternalTopicReader, decoded
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import MigrationPlan
@@ -46,7 +46,7 @@ class FlowMapping:
         except TimeoutError:
             raise TimeoutError(f"reading the flow's mapping from {self.topics.progress} and "
                                f"{self.topics.offset_syncs} took more than {timeout_s:.0f} s") from None
-        for _message, item in decoded(records, self._decode):
+        for _message, item in decoded(self._latest_progress_and_syncs(records), self._decode):
             if isinstance(item, OffsetSync):
                 self.offsets.add(item)
                 continue
@@ -58,6 +58,15 @@ class FlowMapping:
             if progress.target_position >= 0:
                 self.offsets.set_positions(*key, progress.position, progress.target_position)
         return self
+
+    def _latest_progress_and_syncs(self, records: list[Message]) -> list[Message]:
+        """Each partition's latest progress record (`latest_records`: a checkpoint round reads every record the copy
+        stored since the round before, one per moving partition per progress interval), then every offset-sync in
+        the order read. A progress record and a sync change different parts of a partition's map: their order
+        does not matter."""
+        progress = self.topics.progress
+        return [*latest_records(m for m in records if m.topic() == progress),
+                *(m for m in records if m.topic() != progress)]
 
     def _decode(self, message: Message) -> OffsetSync | tuple[TopicPartitionKey, PartitionProgress | None]:
         if message.topic() == self.topics.offset_syncs:

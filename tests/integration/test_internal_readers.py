@@ -266,3 +266,67 @@ def test_progress_and_checkpoints_roll_small_segments_so_compaction_bounds_their
             fresh.close()
     finally:
         follower.close()
+
+
+def test_a_mapping_refresh_decodes_each_partitions_latest_progress_only(kafka_pair, unique_name, monkeypatch):
+    """A checkpoint round refreshes the mapping with every progress record the copy stored since the round before
+    (at 10,000 partitions and 1 s intervals, 100,000 in 10 s). The topic is compacted, so only each partition's
+    latest record counts: only that one is decoded, and the mapping ends as if every record had been read, a reset
+    partition (a tombstone) forgotten and one stored again after its reset kept; every offset-sync is kept."""
+    _, target = kafka_pair
+    config = target.client_config()
+    plan = plan_from_dict(plan_dict(*kafka_pair, unique_name, name=f"dedup{unique_name[-8:]}"))
+    topics = InternalTopics.for_plan(plan)
+    ensure_internal_topics(admin_client(config), topics)
+    alias = plan.source.alias
+
+    def progress(partition: int, position: int | None) -> Record:
+        key = progress_key(alias, "orders", partition)
+        if position is None:
+            return topics.progress, key, None
+        return topics.progress, key, PartitionProgress("orders", partition, position, position + 1000).value()
+
+    def sync(partition: int, upstream: int) -> Record:
+        record = OffsetSync("orders", partition, upstream, upstream + 1000)
+        return topics.offset_syncs, record.record_key(), record.record_value()
+
+    decoded_keys: list[bytes | None] = []
+    with FlowMapping(plan, config) as mapping:
+        original = mapping._decode
+
+        def counting(message):
+            decoded_keys.append(message.key())
+            return original(message)
+
+        monkeypatch.setattr(mapping, "_decode", counting)
+        _plain(config, [sync(p, 0) for p in range(3)] + [progress(p, 10) for p in range(3)])
+        mapping.refresh()
+        assert {p: mapping.copied_position("orders", p) for p in range(3)} == {0: 10, 1: 10, 2: 10}
+        decoded_keys.clear()
+        # Ten intervals: partition 0 moves every interval, 1 is reset (a tombstone) in the fifth, 2 is reset and
+        # stored again; syncs of partition 0 at two gaps.
+        records: list[Record] = []
+        for interval in range(1, 11):
+            records.append(progress(0, 10 + 10 * interval))
+            if interval == 3:
+                records.append(sync(0, 35))
+            if interval == 5:
+                records += [progress(1, None), progress(2, None)]
+            elif interval < 5:
+                records += [progress(1, 10 + interval), progress(2, 10 + interval)]
+            if interval == 8:
+                records += [progress(2, 3), sync(0, 95)]
+        _plain(config, records)
+        mapping.refresh()
+        progress_records = sum(1 for topic, _, _ in records if topic == topics.progress)
+        syncs = len(records) - progress_records
+        assert len(decoded_keys) == 3 + syncs < progress_records, decoded_keys
+        assert mapping.copied_position("orders", 0) == 110
+        assert mapping.copied_position("orders", 1) is None  # reset: forgotten
+        assert mapping.copied_position("orders", 2) == 3  # stored again after its reset
+        assert load_progress(config, topics.progress) == {  # a fresh read, the same way
+            ("orders", 0): PartitionProgress("orders", 0, 110, 1110),
+            ("orders", 2): PartitionProgress("orders", 2, 3, 1003)}
+        # The syncs of partition 0 all count: 35 -> 1035 and 95 -> 1095 translate exactly, between them linearly.
+        assert [mapping.translate("orders", 0, offset) for offset in (0, 35, 40, 95, 110)] == [1000, 1035, 1040, 1095,
+                                                                                              1110]
