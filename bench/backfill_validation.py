@@ -77,10 +77,15 @@ def _plan(source: KafkaCluster, target: KafkaCluster, topic: str, backfill: bool
 
 def _warm(batches: Any) -> Any:
     """A Python worker's first task: load what the jobs' tasks load."""
+    import importlib
+    import importlib.util
+
     import pyarrow as pa
 
-    import spark_jobs.range_copy
-    import spark_jobs.record_pairing  # noqa: F401
+    # An earlier code tree (--code) may lack some of them.
+    for name in ("spark_jobs.range_copy", "spark_jobs.record_pairing", "spark_jobs.range_validation"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
 
     yield pa.RecordBatch.from_pydict({"n": [sum(batch.num_rows for batch in batches)]})
 

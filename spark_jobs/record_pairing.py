@@ -7,22 +7,16 @@ extra (a duplicate when its fingerprint is on the source); pairs whose target of
 against their source order are out of order. An exact copy, the usual case, is recognised in one
 vectorised comparison (the same fingerprints in the same order) before any pairing is done.
 
-Pure numpy and no pyspark: Spark runs `pair_partitions` once per Spark partition (after one shuffle of the
-small (partition, offset, fingerprint) rows by Kafka partition, no sort), and a small validation without
-Spark calls `pair_partition` directly.
+Pure numpy and no pyspark: `range_validation` calls `pair_partition` once per Kafka partition, in a Spark
+task or in the calling process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-FINDINGS_SCHEMA = ("topic string, partition int, timed boolean, stampless boolean, source_records long, "
-                   "target_records long, missing array<long>, extra array<long>, extra_on_source array<boolean>, "
-                   "out_of_order array<long>")
 
 
 @dataclass
@@ -83,43 +77,3 @@ def pair_partition(source_offsets: Any, source_fps: Any, target_offsets: Any, ta
     backwards = np.flatnonzero(paired_targets[1:] < paired_targets[:-1]) + 1
     findings.out_of_order = paired_sources[backwards][:limit].tolist()
     return findings
-
-
-def pair_partitions(batches: Iterable[Any], topics: Sequence[str], limit: int) -> Iterator[Any]:
-    """The function `mapInArrow` runs per Spark partition, after a shuffle by Kafka partition.
-
-    Batches of rows (key, offset, fp, fp_untimed, stampless, side): key = topic index in `topics` << 32 | Kafka
-    partition, side 0 the source, fp_untimed the fingerprint without the timestamp, stampless a source record
-    without a timestamp (format v0). Every row of a Kafka partition, both sides, is in the same Spark partition,
-    which may hold several Kafka partitions. Per Kafka partition present: a findings row paired by `fp` (timed
-    true, stampless when any of its source records has no timestamp) and, when that one is not clean, a second
-    paired by `fp_untimed` (timed false), for the driver to choose once it knows which topics hold records
-    without a timestamp. A clean timed pairing is clean without the timestamp too."""
-    import pyarrow as pa
-
-    names = ("key", "offset", "fp", "fp_untimed", "stampless", "side")
-    columns: dict[str, list[np.ndarray]] = {name: [] for name in names}
-    for batch in batches:
-        for name, parts in columns.items():
-            parts.append(batch.column(name).to_numpy(zero_copy_only=False))
-    if not sum(len(part) for part in columns["key"]):
-        return
-    key, offset, fp, fp_untimed, stampless, side = (np.concatenate(columns.pop(name)) for name in names)
-    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("timed", pa.bool_()),
-                        ("stampless", pa.bool_()), ("source_records", pa.int64()), ("target_records", pa.int64()),
-                        ("missing", pa.list_(pa.int64())), ("extra", pa.list_(pa.int64())),
-                        ("extra_on_source", pa.list_(pa.bool_())), ("out_of_order", pa.list_(pa.int64()))])
-    rows = []
-    for group in np.unique(key).tolist():
-        in_group = key == group
-        on_source, on_target = in_group & (side == 0), in_group & (side != 0)
-        row = {"topic": topics[group >> 32], "partition": group & 0xFFFFFFFF,
-               "stampless": bool(stampless[on_source].any())}
-        for timed, fps in ((True, fp), (False, fp_untimed)):
-            found = pair_partition(offset[on_source], fps[on_source], offset[on_target], fps[on_target], limit)
-            rows.append({**row, "timed": timed, "source_records": found.source_records,
-                         "target_records": found.target_records, "missing": found.missing, "extra": found.extra,
-                         "extra_on_source": found.extra_on_source, "out_of_order": found.out_of_order})
-            if not (found.missing or found.extra or found.out_of_order):
-                break
-    yield pa.RecordBatch.from_pylist(rows, schema=schema)

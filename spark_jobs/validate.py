@@ -2,9 +2,10 @@
 
 Reads the copied range of every partition on both clusters (the engine's stored progress says how far
 it copied), compares fingerprints of key, value, headers and timestamp, and writes a JSON report (for
-the DAG) and an HTML page (for people) to the plan's `validation.report_dir`. Exits 1 when the copy is
-not clean, 2 on a bad plan. `--in-process` compares without Spark, in this process (`validate_local.py`),
-as the DAG does for a copy below `validation.in_process_max_records`.
+the DAG) and an HTML page (for people) to the plan's `validation.report_dir`. One Spark task per copied
+partition reads both sides with librdkafka and pairs them (`range_validation`), the largest ranges first.
+Exits 1 when the copy is not clean, 2 on a bad plan or a cluster that refuses the login. `--in-process`
+compares without Spark, in this process, as the DAG does for a copy below `validation.in_process_max_records`.
 """
 
 from __future__ import annotations
@@ -13,34 +14,23 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.flow import FlowMapping
-from mirror_engine.kafka import admin_client, describe_topic_configs, list_offsets
+from mirror_engine.kafka import (
+    ClusterUnreachable,
+    admin_client,
+    describe_plan_clusters,
+    describe_topic_configs,
+    list_offsets,
+)
 from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
-from mirror_engine.security import ClusterSecurity
-from spark_jobs.cluster_access import (
-    ClusterLoginError,
-    allow_oauth_urls,
-    check_logins,
-    executor_oauth_options,
-    plan_security,
-)
-from spark_jobs.validation import (
-    PartitionRange,
-    ValidationReport,
-    compare,
-    fingerprinted,
-    kafka_options,
-    read_ranges,
-    report_to_files,
-    sample_by_content,
-    untimestamped_topics,
-)
+from spark_jobs.record_pairing import PartitionFindings
+from spark_jobs.validation import PairRanges, PartitionRange, compare, report_to_files
 
 log = logging.getLogger("spark_jobs.validate")
 
@@ -106,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     fraction = (args.fraction or plan.validation.sample_fraction) if mode == "sample" else 1.0
     try:
         source_config, target_config = plan.client_configs()
-        source_security, target_security = plan_security(plan)
-        source_options, target_options = kafka_options(source_security), kafka_options(target_security)
-    except PlanError as error:
+        # A login that cannot succeed ends the job here, naming the cluster and why, before any Spark task
+        # retries it; the tasks log in with these same settings.
+        describe_plan_clusters(plan, source_config, target_config, timeout_s=30)
+    except (PlanError, ClusterUnreachable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     with FlowMapping(plan, target_config) as mapping:
@@ -119,19 +110,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
 
         started = time.monotonic()
+        untimed = log_append_time_topics(target_config, ranges)
         if args.in_process:
-            from spark_jobs.validate_local import compare_in_process
+            from spark_jobs.range_validation import compare_in_process
 
             report = compare_in_process(ranges, source_config, target_config, mapping.translate, plan.name, mode,
-                                        fraction, log_append_time_topics(target_config, ranges))
+                                        fraction, untimed)
         else:
-            try:
-                report = _compare_with_spark(ranges, (source_security, target_security),
-                                             (source_options, target_options), target_config, mapping.translate,
-                                             plan.name, mode, fraction, args.master)
-            except ClusterLoginError as error:
-                print(f"error: {error}", file=sys.stderr)
-                return 2
+            from spark_jobs.session import build_session
+
+            spark = build_session(f"validate-{plan.name}", master=args.master)
+            report = compare(ranges, _pair_with_spark(spark, source_config, target_config, fraction),
+                             mapping.translate, plan.name, mode, fraction, untimed)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
                                            f"validation-{plan.name}-{stamp}")
@@ -149,43 +139,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report.clean else 1
 
 
-def _compare_with_spark(ranges: list[PartitionRange], securities: tuple[ClusterSecurity, ClusterSecurity],
-                        options: tuple[dict[str, str], dict[str, str]], target_config: dict[str, str],
-                        translate: Callable[[str, int, int], int | None], plan_name: str, mode: str, fraction: float,
-                        master: str | None) -> ValidationReport:
-    """The report from Spark, after both clusters accepted the login of Spark's Kafka source (ClusterLoginError
-    at once otherwise, not minutes of retries)."""
-    from spark_jobs.packages import job_packages
-    from spark_jobs.session import build_session
+def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
+                     fraction: float) -> PairRanges:
+    """Ranges read and paired by Spark: one task per partition, the largest ranges first, each reading its
+    source and target ranges with librdkafka consumers of its own (the plan's settings, the files shipped
+    with the job by their relative names, as the backfill's tasks), so the records never pass through Spark's
+    JVM and no shuffle is needed: each task returns its partition's findings."""
 
-    source_security, target_security = securities
-    source_options, target_options = options
-    spark = build_session(f"validate-{plan_name}", master=master,
-                          packages=lambda: job_packages(source_security, target_security),
-                          executor_java_options=executor_oauth_options(source_security, target_security))
-    allow_oauth_urls(spark, source_security, target_security)
-    check_logins(spark, [(source_security, source_options), (target_security, target_options)])
-    source_ranges: dict[str, dict[int, tuple[int, int]]] = {}
-    target_ranges: dict[str, dict[int, tuple[int, int]]] = {}
-    for r in ranges:
-        source_ranges.setdefault(r.topic, {})[r.partition] = (r.source_start, r.source_end)
-        target_ranges.setdefault(r.target_topic, {})[r.partition] = (r.target_start, r.target_end)
-    labels = {r.target_topic: r.topic for r in ranges} | {r.topic: r.topic for r in ranges}
-    # Every core reads, also when there are fewer partitions than cores: Spark splits them into offset ranges.
-    cores = spark.sparkContext.defaultParallelism
-    source = read_ranges(spark, source_options, source_ranges, labels, cores)
-    target = read_ranges(spark, target_options, target_ranges, labels, cores)
-    untimed = log_append_time_topics(target_config, ranges)
-    # Sample mode picks records by fingerprint, so must know first which topics to fingerprint without their
-    # timestamp (a read of the source of its own); a full comparison finds them while pairing.
-    untimestamped = untimestamped_topics(source) if source is not None and fraction < 1.0 else frozenset()
-    untimed |= untimestamped
-    empty = spark.createDataFrame(
-        [], "topic string, partition int, offset long, fp long, fp_untimed long, stampless boolean")
-    source_fp = fingerprinted(source, untimed) if source is not None else empty
-    target_fp = fingerprinted(target, untimed) if target is not None else empty
-    return compare(sample_by_content(source_fp, fraction), sample_by_content(target_fp, fraction), ranges,
-                   translate, plan_name, mode, fraction, untimed, untimestamped)
+    def pair(ranges: list[PartitionRange],
+             untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
+        # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
+        from spark_jobs.range_validation import pair_ranges_task as task
+
+        work = sorted(ranges, key=lambda r: (r.source_start - r.source_end, r.target_start - r.target_end))
+        rows = (spark.sparkContext.parallelize(range(len(work)), len(work))
+                .mapPartitions(lambda indexes: task(indexes, source_config, target_config, work, fraction, untimed))
+                .collect())
+        return ({(r.topic, r.partition): found for r, found, _ in rows},
+                {r.topic for r, _, stampless in rows if stampless})
+
+    return pair
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Airflow connections holding a TLS cluster's settings, inline PEM included: the plan hook renders them for the
-engine, and Spark's Java client logs in with them (the inline key reaching it only through a 0600 file)."""
+engine, and a Spark job reading them from its environment logs in with them; a login that cannot succeed ends the
+validation job at once, naming the cluster."""
 
 from __future__ import annotations
 
 import json
 import os
-import stat
+import time
 
 import pytest
 import yaml
@@ -13,6 +14,7 @@ import yaml
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.kafka import describe_cluster
 from mirror_engine.plan import PlanError
+from tests.integration.plans import cluster_section, plan_dict
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +34,10 @@ def _plan_file(tmp_path, source: KafkaCluster, target: KafkaCluster) -> str:
     return str(path)
 
 
-def test_connections_with_inline_pem_reach_the_cluster_from_the_engine_and_spark(mtls_pair, spark, tmp_path,
-                                                                                   monkeypatch):
+def test_connections_with_inline_pem_reach_the_cluster_from_the_engine_and_spark(mtls_pair, tmp_path, monkeypatch):
     from kafka_migration.hooks.plan import MigrationPlanHook
 
-    from spark_jobs.cluster_access import check_logins, kafka_source_options, plan_security
+    from mirror_engine.kafka import describe_plan_clusters
 
     source, target = mtls_pair
     for conn_id, cluster in (("TLS_SOURCE", source), ("TLS_TARGET", target)):
@@ -47,16 +48,15 @@ def test_connections_with_inline_pem_reach_the_cluster_from_the_engine_and_spark
     assert describe_cluster("src", source_config).broker_count == 1
     assert describe_cluster("tgt", target_config).broker_count == 1
 
-    # A Spark job started by the DAG reads the same settings from its environment (never its command line).
+    # A Spark job started by the DAG reads the same settings from its environment (never its command line), and
+    # its driver and tasks log in with them (librdkafka, as the engine).
     for name, value in hook.process_env().items():
         monkeypatch.setenv(name, value)
-    models = plan_security(hook.plan)
-    options = [kafka_source_options(model) for model in models]
-    for option in options:
-        assert not any("PRIVATE KEY" in value for value in option.values())
-        keystore = option["kafka.ssl.keystore.location"]
-        assert stat.S_IMODE(os.stat(keystore).st_mode) == 0o600
-    check_logins(spark, list(zip(models, options, strict=True)))
+    job_configs = hook.plan.client_configs()
+    for config in job_configs:
+        assert not any("PRIVATE KEY" in str(value) for name, value in config.items() if name != "ssl.key.pem")
+    described = describe_plan_clusters(hook.plan, *job_configs)
+    assert [info.broker_count for info in described] == [1, 1]
 
 
 def test_a_connection_turning_off_the_host_name_check_is_refused_naming_it(mtls_pair, tmp_path, monkeypatch):
@@ -74,16 +74,21 @@ def test_a_connection_turning_off_the_host_name_check_is_refused_naming_it(mtls_
     assert "PRIVATE KEY" not in str(caught.value)
 
 
-def test_spark_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scram_ssl_pair, spark):
-    from mirror_engine.security import read_security
-    from spark_jobs.cluster_access import ClusterLoginError, check_logins, kafka_source_options
+def test_validation_ends_at_once_naming_the_cluster_when_its_login_cannot_succeed(scram_ssl_pair, tmp_path,
+                                                                                    capsys):
+    from spark_jobs import validate
 
-    source, _ = scram_ssl_pair
-    model = read_security("dc1", {**source.client_config("alice"), "sasl.password": "wrong-password"})
-    with pytest.raises(ClusterLoginError) as caught:
-        check_logins(spark, [(model, kafka_source_options(model))])
-    message = str(caught.value)
-    assert message.startswith(f"cluster 'dc1' ({source.bootstrap}) refused the login of Spark's Kafka source")
+    source, target = scram_ssl_pair
+    plan = tmp_path / "plan.yaml"
+    data = plan_dict(source, target, "orders")
+    data["source"] = cluster_section("dc1", source, "alice")
+    data["source"]["client"]["sasl.password"] = "wrong-password"
+    plan.write_text(yaml.safe_dump(data))
+    started = time.monotonic()
+    assert validate.main(["--plan", str(plan), "--report-dir", str(tmp_path / "reports")]) == 2
+    assert time.monotonic() - started < 30  # the refusal, not the login timeout
+    message = capsys.readouterr().err
+    assert "authentication failed for user 'alice' on cluster 'dc1'" in message, message
     assert "SCRAM-SHA-512" in message and "wrong-password" not in message
 
 

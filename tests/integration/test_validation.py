@@ -65,11 +65,8 @@ def test_a_correct_copy_is_clean(kafka_pair, spark, unique_name, tmp_path, in_pr
     assert all(row["clean"] and row["source_records"] == row["target_records"] for row in rows.values())
 
 
-@pytest.mark.parametrize("in_process", WAYS)
-def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, unique_name, tmp_path, in_process):
+def _damaged_copy(source, target, topic: str) -> dict:
     """The target copy is written by hand with one damage per partition; the flow's mapping says it is exact."""
-    source, target = kafka_pair
-    topic = f"{unique_name}-damaged"
     create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
     create_topics(target, [NewTopic(topic, PARTITIONS, 1)])
     produce(source, topic, [(p, f"k{i}".encode(), f"v{p}-{i}".encode(), [("h", b"original")], NOW + i)
@@ -94,7 +91,12 @@ def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, uni
         progress = PartitionProgress(topic, p, 50, len(copied[p]), "")
         producer.produce(topics.progress, progress.value(), progress.key("src"), 0)
     assert producer.flush(30) == 0
+    return data
 
+
+@pytest.mark.parametrize("in_process", WAYS)
+def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, unique_name, tmp_path, in_process):
+    data = _damaged_copy(*kafka_pair, f"{unique_name}-damaged")
     status, rows = _validate(data, tmp_path, in_process)
     assert status == 1
     assert (rows[0]["missing"], rows[0]["first_missing"], rows[0]["extra"]) == (1, [10], 0)
@@ -104,23 +106,15 @@ def test_each_damage_is_found_at_its_partition_and_offset(kafka_pair, spark, uni
     assert all(row["out_of_order"] == 0 for row in rows.values())
 
 
-def test_each_kafka_partition_is_paired_in_a_spark_partition_of_its_own(spark):
-    """8 partitions of one topic and 3 of another, both sides: each Kafka partition's rows, and only they, in one
-    Spark partition, so the pairing tasks spread evenly over the cores. `repartition(8, key)` hashed the keys and
-    put the 8 partitions of a topic in 4 Spark partitions (3 + 2 + 2 + 1)."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.validation import PartitionRange, by_kafka_partition
-
-    ranges = ([PartitionRange("orders", p, "src.orders", 0, 10, 0, 10) for p in range(8)]
-              + [PartitionRange("audit", p, "src.audit", 0, 10, 0, 10) for p in range(3)])
-    rows = [(r.topic, r.partition, offset, offset * 7 + r.partition, offset, False)
-            for r in ranges for offset in range(10)]
-    side = spark.createDataFrame(rows, "topic string, partition int, offset long, fp long, fp_untimed long, "
-                                       "stampless boolean")
-    placed = (by_kafka_partition(side, side, ranges).select("key", "side", F.spark_partition_id().alias("slot"))
-              .groupBy("key", "slot").agg(F.count("*").alias("rows")).collect())
-    kafka_partitions = {(1 << 32) | p for p in range(8)} | set(range(3))  # "audit" sorts first: topic index 0
-    assert sorted(row["key"] for row in placed) == sorted(kafka_partitions)  # each Kafka partition in one place
-    assert len({row["slot"] for row in placed}) == 11  # and no two in the same one
-    assert {row["rows"] for row in placed} == {20}  # both sides' 10 records
+def test_a_sample_is_the_same_records_in_spark_and_in_process(kafka_pair, spark, unique_name, tmp_path):
+    """Sample mode picks records by fingerprint on both sides: Spark's tasks and the in-process comparison pick
+    the same ones, so report the same counts and the same damage where it fell into the sample."""
+    data = _damaged_copy(*kafka_pair, f"{unique_name}-sampled")
+    data["validation"] = {"mode": "sample", "sample_fraction": 0.5}
+    (spark_tmp := tmp_path / "spark").mkdir()
+    (local_tmp := tmp_path / "local").mkdir()
+    spark_status, by_spark = _validate(data, spark_tmp)
+    local_status, in_process = _validate(data, local_tmp, in_process=True)
+    assert (spark_status, by_spark) == (local_status, in_process)
+    sampled = sum(row["source_records"] for row in by_spark.values())
+    assert 50 < sampled < 150, sampled  # about half of 200

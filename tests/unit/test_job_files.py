@@ -62,16 +62,3 @@ def test_a_key_that_cannot_be_read_is_refused_naming_the_setting(tls, tmp_path):
     with pytest.raises(SecurityError) as caught:
         stage_job_files("dc1", {**_inline(tls), "ssl.key.password": "wrong-4711"}, tmp_path, "source")
     assert "ssl.key.pem" in str(caught.value) and "wrong-4711" not in str(caught.value)
-
-
-def test_only_jobs_reading_an_oidc_cluster_allow_its_token_endpoint_on_their_executors():
-    from spark_jobs.cluster_access import executor_oauth_options
-
-    oidc = read_security("cloud", {
-        "bootstrap.servers": "broker-1:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
-        "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
-        "sasl.oauthbearer.client.id": "mirror", "sasl.oauthbearer.client.secret": "s-4711"})
-    plain = read_security("dc1", {"bootstrap.servers": "broker-1:9092"})
-    assert executor_oauth_options(plain) == ""
-    assert executor_oauth_options(oidc, plain, oidc) == (
-        "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://idp.example/token")

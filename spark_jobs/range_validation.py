@@ -1,0 +1,148 @@
+"""Reading and pairing the copied ranges of partitions with librdkafka: in a Spark task, or in the calling process.
+
+Each side of a range is read by a consumer of its cluster (librdkafka, `read_committed`, as the engine reads;
+a short fetch wait, so the end of a range is not waited for), every record fingerprinted by the copy contract's
+`fingerprint` (key, value, headers, timestamp), and the two sides paired by `record_pairing.pair_partition`.
+
+- The Spark job (`validate.py`) runs `pair_ranges_task` in one task per copied partition, the largest ranges
+  first, as the backfill copies (`range_copy`): the records never pass through Spark's JVM (its Kafka source
+  and a shuffle of the fingerprints cost more CPU than the comparison itself), and only the findings, bounded
+  lists, reach the driver.
+- A copy below the plan's `validation.in_process_max_records` is compared in the calling process
+  (`compare_in_process`, `validate.py --in-process`), one consumer per cluster reading every partition at once:
+  starting a Spark application (spark-submit, a JVM, a session, Python workers) costs tens of seconds on a
+  small machine, more than reading a few hundred thousand records twice.
+
+Both build the same report, record by record (`validation.compare`). This module imports no pyspark: the
+Python worker loads only what the comparison needs.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
+
+from mirror_engine.kafka import SHORT_FETCH_WAIT
+from mirror_engine.replication import fingerprint
+from spark_jobs.record_pairing import PartitionFindings, pair_partition
+from spark_jobs.validation import MAX_MISMATCHES, PartitionRange, ValidationReport, compare
+
+STALL_S = 60.0  # a range that yields nothing for this long is an error (the records are not there)
+BATCH = 10_000  # records taken from the consumer at a time
+READER_SETTINGS = {
+    "group.id": "mirror-engine-validate",
+    "enable.auto.commit": False,
+    "isolation.level": "read_committed",  # what the engine copies: no aborted records
+    "enable.partition.eof": True,
+    **SHORT_FETCH_WAIT,
+    # librdkafka waits a second by default before fetching again once its prefetch queue is full: a pause at
+    # every refill of a range read faster than that (as the backfill's tasks found, `range_copy`).
+    "fetch.queue.backoff.ms": 10,
+}
+
+Fingerprints = dict[tuple[str, int], tuple[list[int], list[int]]]  # (offsets, fingerprints) per (topic, partition)
+
+
+def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tuple[int, int]], fraction: float,
+                      untimed: frozenset[str] = frozenset(), untimestamped: set[str] | None = None) -> Fingerprints:
+    """(offsets, 64-bit fingerprints) of the records in [start, end) of each (topic, partition), read by one
+    consumer. Records of the `untimed` topics are fingerprinted without their timestamp; with `fraction` below 1
+    only the records whose fingerprint falls in it are kept (the same records on both sides). Topics holding
+    records without a timestamp (format v0) are added to `untimestamped`."""
+    found: Fingerprints = {key: ([], []) for key in wanted}
+    ends = {key: end for key, (start, end) in wanted.items() if end > start}  # the ranges still being read
+    if not ends:
+        return found
+    keep_below = int(fraction * 1_000_000)
+    consumer = Consumer({**config, **READER_SETTINGS})
+    # The headers of every record are a list of tuples: allocations that set off the cyclic collector's sweeps
+    # of the whole heap (the growing lists of offsets and fingerprints) every few thousand records. The read
+    # makes no reference cycles; reference counting frees it all.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        consumer.assign([TopicPartition(topic, partition, wanted[(topic, partition)][0])
+                         for topic, partition in ends])
+        last_progress = time.monotonic()
+        while ends:
+            messages = consumer.consume(BATCH, timeout=0.5)
+            if messages:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > STALL_S:
+                raise RuntimeError(f"no records for {STALL_S:.0f} s from {sorted(ends)[:3]}: are the ranges "
+                                   f"still on the cluster? Run the validation again")
+            for message in messages:
+                key = (message.topic(), message.partition())
+                end = ends.get(key)
+                if end is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:  # the end of what the cluster has: all read
+                        del ends[key]
+                        continue
+                    raise RuntimeError(f"{key[0]}[{key[1]}]: {error.str()}")
+                offset = message.offset()
+                if offset >= end:
+                    del ends[key]
+                    continue
+                stamp_type, stamp = message.timestamp()
+                if stamp_type == TIMESTAMP_NOT_AVAILABLE and untimestamped is not None:
+                    untimestamped.add(key[0])
+                digest = fingerprint(message.key(), message.value(), message.headers(),
+                                     -1 if key[0] in untimed else stamp)
+                fp = int.from_bytes(digest[:8], "little", signed=True)
+                if fraction >= 1.0 or fp % 1_000_000 < keep_below:
+                    offsets, fps = found[key]
+                    offsets.append(offset)
+                    fps.append(fp)
+                if offset == end - 1:
+                    del ends[key]
+    finally:
+        if collecting:
+            gc.enable()
+        consumer.close()
+    return found
+
+
+def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
+                fraction: float, untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
+    """Read both sides of `ranges` (one consumer per cluster) and pair each partition: the findings per (source
+    topic, partition), and the source topics holding records without a timestamp. `untimed` are source topics
+    whose records are fingerprinted without their timestamp, on both sides."""
+    untimestamped: set[str] = set()
+    source = read_fingerprints(source_config, {(r.topic, r.partition): (r.source_start, r.source_end)
+                                               for r in ranges}, fraction, untimed, untimestamped)
+    target = read_fingerprints(target_config, {(r.target_topic, r.partition): (r.target_start, r.target_end)
+                                               for r in ranges}, fraction,
+                               frozenset(r.target_topic for r in ranges if r.topic in untimed))
+    findings = {}
+    for r in ranges:
+        s_off, s_fp = source[(r.topic, r.partition)]
+        t_off, t_fp = target[(r.target_topic, r.partition)]
+        findings[(r.topic, r.partition)] = pair_partition(s_off, s_fp, t_off, t_fp, MAX_MISMATCHES)
+    return findings, untimestamped
+
+
+def pair_ranges_task(indexes: Iterator[int], source_config: dict[str, str], target_config: dict[str, str],
+                     ranges: list[PartitionRange], fraction: float,
+                     untimed: frozenset[str]) -> Iterator[tuple[PartitionRange, PartitionFindings, bool]]:
+    """What a Spark task runs over its indexes into `ranges` (one, as the job schedules them): per range its
+    findings and whether its source holds records without a timestamp."""
+    for index in indexes:
+        found, untimestamped = pair_ranges([ranges[index]], source_config, target_config, fraction, untimed)
+        r = ranges[index]
+        yield r, found[(r.topic, r.partition)], r.topic in untimestamped
+
+
+def compare_in_process(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
+                       translate: Callable[[str, int, int], int | None], plan: str, mode: str,
+                       fraction: float = 1.0, untimed: frozenset[str] = frozenset()) -> ValidationReport:
+    """The Spark job's report for a small copy, every partition read here. `untimed` are the source topics whose
+    target stamps records with its own time (LogAppendTime)."""
+    return compare(ranges, lambda chosen, without: pair_ranges(chosen, source_config, target_config, fraction,
+                                                               without),
+                   translate, plan, mode, fraction, untimed)
