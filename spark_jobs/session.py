@@ -14,23 +14,18 @@ LOCAL_HEAP = "2g"  # the JVM heap of a local-mode session (driver and executor i
 
 
 def build_session(app_name: str, master: str | None = None,
-                  packages: SparkPackages | Callable[[], SparkPackages] | None = None,
-                  executor_java_options: str = "") -> SparkSession:
+                  packages: SparkPackages | Callable[[], SparkPackages] | None = None) -> SparkSession:
     """A SparkSession with the Kafka connector: local[2] on loopback by default, any master by argument; a local
     session's JVM gets a heap of `LOCAL_HEAP`.
 
     Under spark-submit (master and packages given on its command line) pass nothing: the submitted
     configuration is kept. `packages` may be a function, called only when the session chooses its jars;
     by default the Kafka connector alone. Spark resolves them at the first start; later starts name the jars
-    it resolved (`SparkPackages.resolved_jars`). `executor_java_options` are added to the executors' JVM options
-    (after any given to spark-submit).
+    it resolved (`SparkPackages.resolved_jars`).
     """
     builder = SparkSession.builder.appName(app_name)
     # spark-submit starts the JVM first and tells the Python driver its gateway port.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if executor_java_options:
-        key = "spark.executor.extraJavaOptions"
-        builder = builder.config(key, f"{_submitted_conf(key)} {executor_java_options}".strip())
     if master or not submitted:
         master = master or "local[2]"
         builder = builder.master(master)
@@ -61,12 +56,3 @@ def build_session(app_name: str, master: str | None = None,
         return session
     return builder.getOrCreate()
 
-
-def _submitted_conf(key: str) -> str:
-    """A setting given to spark-submit (or spark-defaults.conf), read before the session starts; "" without one."""
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        return ""
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, which holds the submitted settings
-    return SparkConf().get(key, "") or ""
