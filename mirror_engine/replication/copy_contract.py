@@ -17,8 +17,8 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
+from hashlib import blake2b
 from typing import Any
 
 from confluent_kafka import Producer
@@ -67,12 +67,18 @@ def produce_when_room(producer: Producer, topic: str, value: bytes | None, key: 
 
 def fingerprint(key: bytes | None, value: bytes | None, headers: Headers, timestamp: int) -> bytes:
     """What identifies a copied record: its key, value, headers and timestamp (as the validation compares them)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (key, value):
-        digest.update(b"-" if part is None else b"+%d:" % len(part) + part)
-    for name, header_value in headers or ():
-        encoded = name.encode()
-        digest.update(b"h%d:" % len(encoded) + encoded)
-        digest.update(b"-" if header_value is None else b"+%d:" % len(header_value) + header_value)
-    digest.update(b"t%d" % timestamp)
-    return digest.digest()
+    # The digest of one byte string, built with few formats: per part "-" (None) or "+<length>:<bytes>", per
+    # header "h<length>:<name>" then its value's part, then "t<timestamp>". One hash call instead of an update
+    # per part: the validation fingerprints every record it reads.
+    encoded_headers = b""
+    if headers:
+        for name, header_value in headers:
+            encoded = name.encode()
+            encoded_headers += (b"h%d:%b-" % (len(encoded), encoded) if header_value is None
+                                else b"h%d:%b+%d:%b" % (len(encoded), encoded, len(header_value), header_value))
+    if key is not None and value is not None:
+        data = b"+%d:%b+%d:%b%bt%d" % (len(key), key, len(value), value, encoded_headers, timestamp)
+    else:
+        data = b"%b%b%bt%d" % (b"-" if key is None else b"+%d:%b" % (len(key), key),
+                               b"-" if value is None else b"+%d:%b" % (len(value), value), encoded_headers, timestamp)
+    return blake2b(data, digest_size=16).digest()
