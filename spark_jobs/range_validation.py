@@ -20,6 +20,7 @@ Python worker loads only what the comparison needs.
 from __future__ import annotations
 
 import gc
+import struct
 import time
 from array import array
 from collections.abc import Callable, Iterator
@@ -47,6 +48,9 @@ READER_SETTINGS = {
 # (offsets, fingerprints) per (topic, partition): 8-byte integers (a list would hold an object of 28 to 36 bytes and
 # a pointer per value), read by numpy without a copy.
 Fingerprints = dict[tuple[str, int], tuple["array[int]", "array[int]"]]
+# A record's 64-bit fingerprint: the first 8 bytes of its `fingerprint`, a little-endian signed integer (as
+# int.from_bytes(digest[:8], "little", signed=True), without the slice).
+first_8 = struct.Struct("<q").unpack_from
 
 
 def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tuple[int, int]], fraction: float,
@@ -56,10 +60,13 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
     only the records whose fingerprint falls in it are kept (the same records on both sides). Topics holding
     records without a timestamp (format v0) are added to `untimestamped`."""
     found: Fingerprints = {key: (array("q"), array("q")) for key in wanted}
-    ends = {key: end for key, (start, end) in wanted.items() if end > start}  # the ranges still being read
-    if not ends:
+    # The ranges still being read, with what their records need, taken in one lookup per record: the range's end,
+    # whether it is fingerprinted without timestamps, and the appends of its arrays.
+    reading = {key: (end, key[0] in untimed, found[key][0].append, found[key][1].append)
+               for key, (start, end) in wanted.items() if end > start}
+    if not reading:
         return found
-    keep_below = int(fraction * 1_000_000)
+    keep_all, keep_below = fraction >= 1.0, int(fraction * 1_000_000)
     consumer = Consumer({**config, **READER_SETTINGS})
     # The headers of every record are a list of tuples: allocations that set off the cyclic collector's sweeps
     # of the whole heap (the growing lists of offsets and fingerprints) every few thousand records. The read
@@ -70,42 +77,41 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
         # Leaders asked first, and what has arrived taken without waiting out a consume timeout: a consumer's
         # start and its range's end would otherwise wait 0.5 to 1 s each, twice per partition in a Spark task.
         assign_known(consumer, [TopicPartition(topic, partition, wanted[(topic, partition)][0])
-                                for topic, partition in ends])
+                                for topic, partition in reading])
         last_progress = time.monotonic()
-        while ends:
+        while reading:
             messages = consume_available(consumer, 0.5, BATCH)
             if messages:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > STALL_S:
-                raise RuntimeError(f"no records for {STALL_S:.0f} s from {sorted(ends)[:3]}: are the ranges "
+                raise RuntimeError(f"no records for {STALL_S:.0f} s from {sorted(reading)[:3]}: are the ranges "
                                    f"still on the cluster? Run the validation again")
             for message in messages:
                 key = (message.topic(), message.partition())
-                end = ends.get(key)
-                if end is None:
+                state = reading.get(key)
+                if state is None:
                     continue
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:  # the end of what the cluster has: all read
-                        del ends[key]
+                        del reading[key]
                         continue
                     raise RuntimeError(f"{key[0]}[{key[1]}]: {error.str()}")
+                end, timeless, add_offset, add_fp = state
                 offset = message.offset()
                 if offset >= end:
-                    del ends[key]
+                    del reading[key]
                     continue
                 stamp_type, stamp = message.timestamp()
                 if stamp_type == TIMESTAMP_NOT_AVAILABLE and untimestamped is not None:
                     untimestamped.add(key[0])
-                digest = fingerprint(message.key(), message.value(), message.headers(),
-                                     -1 if key[0] in untimed else stamp)
-                fp = int.from_bytes(digest[:8], "little", signed=True)
-                if fraction >= 1.0 or fp % 1_000_000 < keep_below:
-                    offsets, fps = found[key]
-                    offsets.append(offset)
-                    fps.append(fp)
+                fp = first_8(fingerprint(message.key(), message.value(), message.headers(),
+                                         -1 if timeless else stamp))[0]
+                if keep_all or fp % 1_000_000 < keep_below:
+                    add_offset(offset)
+                    add_fp(fp)
                 if offset == end - 1:
-                    del ends[key]
+                    del reading[key]
     finally:
         if collecting:
             gc.enable()
