@@ -9,6 +9,7 @@ translates to the target offset where a consumer must start to read exactly the 
 after it; offsets the data cannot answer for translate to None, never to a guess.
 """
 
+from array import array
 from bisect import bisect_left, bisect_right
 
 from mirror_engine.mm2 import OffsetSync
@@ -17,23 +18,31 @@ __all__ = ["OffsetMap", "PartitionOffsetMap"]
 
 
 # Invariant: `_upstream` is strictly increasing and `_downstream[i]` is the downstream offset of the sync
-# at upstream offset `_upstream[i]` (one entry per upstream offset; the last sync added for it wins).
-# `_copied_position` and `_target_position` are both None (positions not known yet) or both set, and
-# never decrease. `_explicit_start`, when set, overrides the smallest sync's upstream offset as the first
-# source offset the flow covers. Nothing else is stored.
+# at upstream offset `_upstream[i]` (one entry per upstream offset; the last sync added for it wins); no
+# sync held has the delta (downstream - upstream) of the one before it. `_copied_position` and
+# `_target_position` are both None (positions not known yet) or both set, and never decrease.
+# `_explicit_start`, when set, overrides the smallest sync's upstream offset as the first source offset
+# the flow covers. Nothing else is stored.
 class PartitionOffsetMap:
     """The offset syncs and copy positions of one source partition, and translation from them.
 
-    Syncs may arrive out of order and duplicated: `add_sync` inserts or replaces by upstream offset, so
-    the result does not depend on arrival order. A rewind of the flow (the target partition truncated, or
-    the flow restarted from scratch) is not detected: its syncs replace or sit beside the old ones by
-    upstream offset, and old syncs above them stay. A caller that knows the flow restarted should build a
-    fresh map for the partition.
+    Only the syncs where the delta changes are held: a sync on the line of the one before it (the
+    engine's periodic syncs, a sync re-sent after a restart) changes no translation, so `add_sync` drops
+    it. Held in two arrays of 8-byte integers, a partition's map costs 16 bytes per change of delta,
+    however long the flow runs.
+
+    Syncs may arrive duplicated, and a sync at or below ones already held (re-sent by a restart's
+    reconciliation) is inserted in its place: as long as every change of delta below a sync arrives
+    before it, which holds for syncs written in the order of the copy (the engine's writer, the
+    backfill's), the result does not depend on arrival order. A rewind of the flow (the target partition
+    truncated, or the flow restarted from scratch) is not detected: its syncs replace or sit beside the
+    old ones by upstream offset, and old syncs above them stay. A caller that knows the flow restarted
+    should build a fresh map for the partition.
     """
 
     def __init__(self, start_offset: int | None = None) -> None:
-        self._upstream: list[int] = []
-        self._downstream: list[int] = []
+        self._upstream = array("q")
+        self._downstream = array("q")
         self._copied_position: int | None = None
         self._target_position: int | None = None
         self._explicit_start: int | None = None
@@ -41,7 +50,7 @@ class PartitionOffsetMap:
             self.set_start_offset(start_offset)
 
     def __len__(self) -> int:
-        """Number of distinct syncs held."""
+        """Number of syncs held: the changes of delta."""
         return len(self._upstream)
 
     @property
@@ -69,21 +78,41 @@ class PartitionOffsetMap:
     def add_sync(self, upstream_offset: int, downstream_offset: int) -> None:
         """Record that source offset `upstream_offset` was copied to target offset `downstream_offset`.
 
-        Inserts, or replaces the downstream offset of an existing sync with the same upstream offset.
-        O(1) for the common case of a sync above all others; O(log n) search plus a list insert otherwise.
+        Drops it when it has the delta of the sync before it; else inserts it, or replaces the downstream
+        offset of the sync with the same upstream offset, and drops the sync after it if that one now has
+        its delta. O(1) for the common case of a sync above all others; O(log n) search plus an array
+        insert otherwise.
+
+        Why a sync on the line of the one before it changes nothing: let a be the sync before it, x the
+        sync, and c the next change of delta (or T). For g in [a.up, x.up), the rule gives
+        min(a.down + (g - a.up), x.down) with x and min(a.down + (g - a.up), c.down) without; the linear
+        value is below x.down (g < x.up, same delta) and so below c.down too: both give the linear value.
+        For g in [x.up, c.up), x.down + (g - x.up) equals a.down + (g - a.up) (same delta) and the cap is
+        c.down either way. `reverse` is the mirror image.
         """
         _require_offset("upstream_offset", upstream_offset)
         _require_offset("downstream_offset", downstream_offset)
-        if not self._upstream or upstream_offset > self._upstream[-1]:
-            self._upstream.append(upstream_offset)
-            self._downstream.append(downstream_offset)
+        ups, downs = self._upstream, self._downstream
+        delta = downstream_offset - upstream_offset
+        if not ups or upstream_offset > ups[-1]:
+            if not ups or downs[-1] - ups[-1] != delta:
+                ups.append(upstream_offset)
+                downs.append(downstream_offset)
             return
-        i = bisect_left(self._upstream, upstream_offset)
-        if self._upstream[i] == upstream_offset:
-            self._downstream[i] = downstream_offset
+        i = bisect_left(ups, upstream_offset)
+        if ups[i] != upstream_offset:
+            if i > 0 and downs[i - 1] - ups[i - 1] == delta:
+                return
+            ups.insert(i, upstream_offset)
+            downs.insert(i, downstream_offset)
+        elif i > 0 and downs[i - 1] - ups[i - 1] == delta:  # now on the line of the sync before it
+            del ups[i], downs[i]
+            i -= 1
         else:
-            self._upstream.insert(i, upstream_offset)
-            self._downstream.insert(i, downstream_offset)
+            downs[i] = downstream_offset
+        following = i + 1
+        if following < len(ups) and downs[following] - ups[following] == downs[i] - ups[i]:
+            del ups[following], downs[following]
 
     def set_positions(self, copied_position: int, target_position: int) -> None:
         """Advance P and T. Positions never move backwards: a value below the current one is ignored."""

@@ -142,24 +142,58 @@ def test_equal_source_and_target_gap_translates_into_the_target_gap() -> None:
     assert partition_map.translate(5) == 5
 
 
-def test_periodic_syncs_with_the_same_delta_change_nothing() -> None:
-    copy = simulate_copy(SEEDS[0], target_gaps=True)
-    extra = [(u, d) for i, (u, d) in enumerate(zip(copy.upstream, copy.downstream, strict=True)) if i % 17 == 0]
-    plain, with_extra = copy.build_map(), copy.build_map()
-    for up, down in extra:
-        with_extra.add_sync(up, down)
-    assert len(with_extra) > len(plain)
-    assert [with_extra.translate(g) for g in copy.offsets()] == [plain.translate(g) for g in copy.offsets()]
+@pytest.mark.parametrize("seed", SEEDS)
+def test_periodic_syncs_with_the_same_delta_are_dropped_and_change_nothing(seed: int) -> None:
+    # The engine's order: a sync at every change of delta, and between them periodic syncs of the latest
+    # acknowledged record, which keep the delta. None of them is held, and every translation stays exact.
+    copy = simulate_copy(seed, target_gaps=True)
+    periodic = [(u, d) for i, (u, d) in enumerate(zip(copy.upstream, copy.downstream, strict=True)) if i % 7 == 3]
+    written = sorted(set(copy.syncs) | set(periodic))
+    assert len(written) > len(copy.syncs)
+    plain = copy.build_map()
+    with_periodic = mapped(*written, copied=copy.copied_position, target=copy.target_position)
+    assert len(with_periodic) == len(plain) == len(copy.syncs)
+    assert [with_periodic.translate(g) for g in copy.offsets()] == [plain.translate(g) for g in copy.offsets()]
+    assert all(copy.reads_exactly_from(g, with_periodic.translate(g)) for g in copy.offsets())
+    targets = range(copy.downstream[0], copy.target_position + 1)
+    assert [with_periodic.reverse(t) for t in targets] == [plain.reverse(t) for t in targets]
 
 
-def test_out_of_order_and_duplicate_syncs_translate_as_in_order() -> None:
-    copy = simulate_copy(SEEDS[1], target_gaps=True)
-    shuffled = copy.syncs + random.Random(5).sample(copy.syncs, len(copy.syncs) // 2)
-    random.Random(6).shuffle(shuffled)
+def test_a_long_flow_holds_its_changes_of_delta_only() -> None:
+    partition_map = PartitionOffsetMap()
+    for round_ in range(10_000):  # a partition moving for hours: a periodic sync every interval
+        partition_map.add_sync(100 * round_, 100 * round_ + 7)
+    partition_map.add_sync(1_000_000, 1_000_010)  # a target gap of three: the delta changes
+    partition_map.add_sync(1_000_100, 1_000_110)
+    assert len(partition_map) == 2
+    partition_map.set_positions(1_000_200, 1_000_210)
+    assert partition_map.translate(999_999) == 1_000_006
+    assert partition_map.translate(1_000_000) == 1_000_010
+    assert partition_map.translate(1_000_150) == 1_000_160
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_duplicate_and_re_sent_syncs_arriving_late_translate_as_in_order(seed: int) -> None:
+    # A restart re-sends syncs of records already mapped (its reconciliation of the target's tail), after later
+    # ones were read; duplicates come with it. Every change of delta below a sync still arrives before it.
+    copy = simulate_copy(seed, target_gaps=True)
+    every_record = list(zip(copy.upstream, copy.downstream, strict=True))
+    re_sent = random.Random(seed).sample(every_record, len(every_record) // 3)
+    random.Random(seed + 1).shuffle(re_sent)
     in_order = copy.build_map()
-    out_of_order = mapped(*shuffled, copied=copy.copied_position, target=copy.target_position)
-    assert len(out_of_order) == len(in_order)
-    assert [out_of_order.translate(g) for g in copy.offsets()] == [in_order.translate(g) for g in copy.offsets()]
+    late = mapped(*copy.syncs, *re_sent, *copy.syncs[::3], copied=copy.copied_position, target=copy.target_position)
+    assert len(late) == len(in_order)
+    assert [late.translate(g) for g in copy.offsets()] == [in_order.translate(g) for g in copy.offsets()]
+
+
+def test_a_late_sync_that_puts_the_next_one_on_its_line_drops_it() -> None:
+    partition_map = mapped((0, 0), (10, 12), copied=20, target=22)
+    partition_map.add_sync(5, 7)  # the change of delta was at 5, not 10: (10, 12) is now on its line
+    assert len(partition_map) == 2
+    assert [partition_map.translate(g) for g in (4, 5, 10, 20)] == [4, 7, 12, 22]
+    partition_map.add_sync(5, 5)  # replaced by a sync on the line of (0, 0): held no more
+    assert len(partition_map) == 1
+    assert partition_map.translate(5) == 5
 
 
 def test_offset_above_copied_position_is_not_translatable() -> None:
