@@ -10,8 +10,8 @@ from __future__ import annotations
 from confluent_kafka import Message
 
 from mirror_engine.flow.internal_topics import InternalTopics
-from mirror_engine.flow.offset_map import OffsetMap
-from mirror_engine.flow.progress import PartitionProgress, latest_records, parse_progress
+from mirror_engine.flow.offset_map import OffsetMap, PartitionOffsetMap
+from mirror_engine.flow.progress import PartitionProgress, parse_progress
 from mirror_engine.kafka import InternalTopicReader, decoded
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import MigrationPlan
@@ -27,6 +27,10 @@ class FlowMapping:
         self.topics = InternalTopics.for_plan(plan)
         self.offsets = OffsetMap()
         self.progress: dict[TopicPartitionKey, PartitionProgress] = {}
+        # Each partition's latest progress record read and not yet applied (key -> record): the compacted topic's
+        # reader may count on nothing else (`latest_records`), and decoding one costs about 6 us.
+        self._unapplied_progress: dict[bytes | None, Message] = {}
+        self._maps_by_key: dict[bytes | None, PartitionOffsetMap] = {}  # an offset-sync's key -> its partition's map
         # Progress first: each read asks its end before the syncs' end (see the module docstring).
         self._reader = InternalTopicReader(target_config, [self.topics.progress, self.topics.offset_syncs],
                                            "mirror-engine-mapping")
@@ -41,16 +45,25 @@ class FlowMapping:
         self.close()
 
     def refresh(self, timeout_s: float = 30.0) -> FlowMapping:
+        """Read what the engine stored since the last call, as it arrives: each offset-sync is added at once and
+        each partition's latest progress record is kept, to be decoded and applied once both topics are read to
+        the ends asked (see the module docstring). A read cut short by a timeout keeps its syncs, and its
+        progress for the next call."""
+        progress_topic = self.topics.progress
         try:
-            records = self._reader.read_new(timeout_s)
+            for batch in self._reader.new_batches(timeout_s):
+                syncs = []
+                for message in batch:
+                    if message.topic() == progress_topic:
+                        self._unapplied_progress[message.key()] = message
+                    else:
+                        syncs.append(message)
+                decoded(syncs, self._add_sync)
         except TimeoutError:
             raise TimeoutError(f"reading the flow's mapping from {self.topics.progress} and "
                                f"{self.topics.offset_syncs} took more than {timeout_s:.0f} s") from None
-        for _message, item in decoded(self._latest_progress_and_syncs(records), self._decode):
-            if isinstance(item, OffsetSync):
-                self.offsets.add(item)
-                continue
-            key, progress = item
+        latest, self._unapplied_progress = list(self._unapplied_progress.values()), {}
+        for _message, (key, progress) in decoded(latest, self._decode):
             if progress is None:
                 self.progress.pop(key, None)
                 continue
@@ -59,18 +72,21 @@ class FlowMapping:
                 self.offsets.set_positions(*key, progress.position, progress.target_position)
         return self
 
-    def _latest_progress_and_syncs(self, records: list[Message]) -> list[Message]:
-        """Each partition's latest progress record (`latest_records`: a checkpoint round reads every record the copy
-        stored since the round before, one per moving partition per progress interval), then every offset-sync in
-        the order read. A progress record and a sync change different parts of a partition's map: their order
-        does not matter."""
-        progress = self.topics.progress
-        return [*latest_records(m for m in records if m.topic() == progress),
-                *(m for m in records if m.topic() != progress)]
+    def _add_sync(self, message: Message) -> None:
+        """Add an offset-sync to its partition's map; the key (topic and partition) is decoded once per partition:
+        a fresh read of a long flow meets every partition's key at every sync interval."""
+        key, value = message.key(), message.value()
+        partition_map = self._maps_by_key.get(key)
+        if partition_map is None:
+            sync = OffsetSync.from_record(key, value)
+            self.offsets.add(sync)
+            partition_map = self.offsets.partition(sync.topic, sync.partition)
+            assert partition_map is not None
+            self._maps_by_key[key] = partition_map
+            return
+        partition_map.add_sync(*OffsetSync.offsets_of_value(value))
 
-    def _decode(self, message: Message) -> OffsetSync | tuple[TopicPartitionKey, PartitionProgress | None]:
-        if message.topic() == self.topics.offset_syncs:
-            return OffsetSync.from_record(message.key(), message.value())
+    def _decode(self, message: Message) -> tuple[TopicPartitionKey, PartitionProgress | None]:
         return parse_progress(message.key(), message.value())
 
     def translate(self, topic: str, partition: int, source_offset: int) -> int | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -172,6 +172,12 @@ class InternalTopicReader:
     def read_new(self, timeout_s: float = 30.0) -> list[Message]:
         """The committed records written since the last call, up to each topic's end now, in offset order per
         topic. Raises TimeoutError when the end is not reached within `timeout_s`."""
+        return [message for batch in self.new_batches(timeout_s) for message in batch]
+
+    def new_batches(self, timeout_s: float = 30.0) -> Iterator[list[Message]]:
+        """`read_new()` a batch at a time, as they arrive: for a reader that keeps less than every record (a
+        fresh read of a long flow's offset-syncs holds millions). A batch taken counts as read even if the
+        iteration stops short; TimeoutError when the end is not reached within `timeout_s`."""
         if self.exists:  # seen once: not asked again (readers poll every 50 ms; the topics are never deleted)
             present = self.topics
         else:
@@ -179,18 +185,16 @@ class InternalTopicReader:
             present = [topic for topic in self.topics if topic in existing]
             self.exists = len(present) == len(self.topics)
         if not present:
-            return []
+            return
         # One topic after the other, in the order given: a topic whose records rely on another's (progress on
         # offset-syncs) is listed first, so that the other's end is asked after its own.
         ends = {topic: list_offsets(self._admin, [TopicPartition(topic, 0)], OffsetSpec.latest())[(topic, 0)]
                 for topic in present}
         self._assign([topic for topic in present if topic not in self._next], ends)
-        if all(self._next[topic] >= ends[topic] for topic in present):
-            return []
         assert self._consumer is not None
-        records: list[Message] = []
         deadline = time.monotonic() + timeout_s
         while any(self._next[topic] < ends[topic] for topic in present):
+            records: list[Message] = []
             for message in consume_available(self._consumer, 0.2):
                 topic, error = message.topic() or "", message.error()
                 if error is not None:
@@ -201,9 +205,10 @@ class InternalTopicReader:
                     continue
                 self._next[topic] = message.offset() + 1
                 records.append(message)
+            if records:
+                yield records
             if time.monotonic() > deadline:
                 raise TimeoutError(f"reading {', '.join(present)} stopped short of the end after {timeout_s:.0f} s")
-        return records
 
     def _assign(self, new_topics: list[str], ends: dict[str, int]) -> None:
         if not new_topics:

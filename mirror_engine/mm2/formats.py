@@ -144,8 +144,14 @@ class OffsetSync:
         value = _require(value, "offset-sync value")
         topic, pos = _read_string(key, 0, "offset-sync key field 'topic'")
         partition, _ = _read_int32(key, pos, "offset-sync key field 'partition'")
-        upstream, downstream = _unpack(_OFFSET_SYNC_VALUE, value, 0, "offset-sync value")
-        return cls(topic, partition, upstream, downstream)
+        return cls(topic, partition, *cls.offsets_of_value(value))
+
+    @staticmethod
+    def offsets_of_value(value: bytes | None) -> tuple[int, int]:
+        """(upstream offset, downstream offset) of a record's value alone: for a reader of millions of syncs that
+        decodes each key (the partition) once."""
+        upstream, downstream = _unpack(_OFFSET_SYNC_VALUE, _require(value, "offset-sync value"), 0, "offset-sync value")
+        return upstream, downstream
 
 
 @dataclass(frozen=True, slots=True)

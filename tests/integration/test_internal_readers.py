@@ -319,8 +319,7 @@ def test_a_mapping_refresh_decodes_each_partitions_latest_progress_only(kafka_pa
         _plain(config, records)
         mapping.refresh()
         progress_records = sum(1 for topic, _, _ in records if topic == topics.progress)
-        syncs = len(records) - progress_records
-        assert len(decoded_keys) == 3 + syncs < progress_records, decoded_keys
+        assert len(decoded_keys) == 3 < progress_records, decoded_keys  # one progress record per partition
         assert mapping.copied_position("orders", 0) == 110
         assert mapping.copied_position("orders", 1) is None  # reset: forgotten
         assert mapping.copied_position("orders", 2) == 3  # stored again after its reset
