@@ -172,6 +172,8 @@ def build_plan_fields(builder: PlanBuilder, problems: list[str], warnings: list[
     builder.put("engine.replicate_heartbeats", copied[1] if copied else True,
                 copied[0] if copied else "heartbeats.replication.enabled")
     _periodic_fields(builder, warnings)
+    if (lag := builder.lookup("offset.lag.max")) is not None:
+        builder.put("engine.offset_lag_max", lag[1], lag[0])
 
     # Exactly-once: the target worker's exactly.once.source.support=enabled, or the connector's required.
     # The target's own setting wins over a top-level one (MM2 itself reads only the cluster-scoped key).

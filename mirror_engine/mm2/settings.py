@@ -92,7 +92,7 @@ CONNECTOR: dict[str, Setting] = {
     "errors.log.enable": _BOOL, "errors.log.include.messages": _BOOL,
     "admin.timeout.ms": _LONG, "forwarding.admin.class": _TEXT, "metric.reporters": _LIST,
     "offset-syncs.topic.location": Setting("choice", choices=("source", "target")),
-    "offset.lag.max": _LONG, "emit.offset-syncs.enabled": _BOOL,
+    "offset.lag.max": _int(_LONG_RANGE, low=0, mapped=True), "emit.offset-syncs.enabled": _BOOL,
     "offset-syncs.topic.replication.factor": _SHORT, "checkpoints.topic.replication.factor": _SHORT,
     "heartbeats.topic.replication.factor": _SHORT,
     "consumer.poll.timeout.ms": _LONG,

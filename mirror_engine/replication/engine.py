@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -220,7 +221,8 @@ class Replicator:
         # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
         tasks = [
             PeriodicTask("heartbeat", engine.heartbeat_interval_s, self.side.send_heartbeat),
-            PeriodicTask("offset-syncs", engine.offset_sync_interval_s, self.side.offset_syncs.send_periodic,
+            PeriodicTask("offset-syncs", engine.offset_sync_interval_s,
+                         functools.partial(self.side.offset_syncs.send_periodic, engine.offset_lag_max),
                          engine.offset_sync_interval_s),
             PeriodicTask("progress", engine.progress_interval_s, self.delivery.store_progress,
                          engine.progress_interval_s),

@@ -51,12 +51,13 @@ class PartitionSyncs(SyncOnDelta):
     carries a delivery callback, or after a reconciled tail.
     """
 
-    __slots__ = ("in_flight", "last_synced_source")
+    __slots__ = ("in_flight", "last_synced_source", "last_synced_target")
 
     def __init__(self) -> None:
         super().__init__()
         self.in_flight: deque[tuple[int, int]] = deque()  # (source, target) in send order
         self.last_synced_source = -1  # the record of the last offset-sync sent
+        self.last_synced_target = -1  # and its target offset
 
     def oldest(self) -> tuple[int, int] | None:
         """The oldest sync not yet acknowledged: the bound of the stored progress."""
@@ -113,11 +114,16 @@ class OffsetSyncWriter:
         for source, target in syncs:
             self.send(state, source, target)
 
-    def send_periodic(self) -> None:
-        """Refresh syncs of partitions that moved: MM2's readers translate from the latest sync before an offset."""
+    def send_periodic(self, offset_lag_max: int) -> None:
+        """Refresh the syncs of partitions whose copy moved more than `offset_lag_max` target offsets past their last
+        one (MM2's `offset.lag.max`): MM2's readers translate an offset past the latest sync before it to that
+        sync's target offset + 1, so they re-read at most that many records. This project's own translation needs
+        none of these (`PartitionOffsetMap`); a partition copying slowly no longer costs a sync every interval."""
         self.send_unsent()
         for state in self.states.values():
-            if state.acked_source > state.syncs.last_synced_source and not state.failed:
+            syncs = state.syncs
+            if state.acked_source > syncs.last_synced_source and not state.failed \
+                    and state.acked_target - syncs.last_synced_target > offset_lag_max:
                 self.send(state, state.acked_source, state.acked_target)
 
     # ------------------------------------------------------------------ writes
@@ -130,7 +136,7 @@ class OffsetSyncWriter:
         acknowledged in the order they were made (`on_delivery` pops the oldest).
         """
         state.syncs.in_flight.append((source, target))
-        state.syncs.last_synced_source = source
+        state.syncs.last_synced_source, state.syncs.last_synced_target = source, target
         sync = OffsetSync(state.topic, state.partition, source, target)
         record = (sync.record_value(), sync.record_key())
         if not self.unsent:

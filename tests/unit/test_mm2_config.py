@@ -182,7 +182,8 @@ def test_realistic_file_maps_to_the_plan(monkeypatch):
     assert plan.engine.exactly_once is True
 
     # Recognised settings the engine does not need are recorded, not dropped.
-    for key in ("tasks.max", "offset.lag.max", "offset-syncs.topic.location", "dc1.consumer.isolation.level",
+    assert plan.engine.offset_lag_max == 50
+    for key in ("tasks.max", "offset-syncs.topic.location", "dc1.consumer.isolation.level",
                 "dc2.producer.compression.type", "dc2.offset.storage.replication.factor"):
         assert key in plan.description
 

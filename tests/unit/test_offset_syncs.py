@@ -115,8 +115,8 @@ class Parts:
     def write_progress(self) -> None:
         self.side.write_progress()
 
-    def periodic(self) -> None:
-        self.writer.send_periodic()
+    def periodic(self, offset_lag_max: int = 0) -> None:
+        self.writer.send_periodic(offset_lag_max)
 
     def continue_after(self, state: PartitionState, last_source: int, last_target: int,
                        syncs: list[tuple[int, int]]) -> None:
@@ -239,6 +239,24 @@ def test_periodic_syncs_refresh_partitions_that_moved_past_their_last_sync_only(
     parts.producer.produced.clear()
     parts.periodic()  # nothing moved since
     assert parts.producer.produced == []
+
+
+def test_periodic_syncs_wait_until_a_partition_moved_more_than_offset_lag_max():
+    # MM2's offset.lag.max: its readers translate past the latest sync to its target offset + 1, so a partition
+    # 100 records past its last sync costs them at most 100 re-read records, and needs no sync yet.
+    parts = Parts()
+    fast = parts.track("orders", 1, 0)
+    parts.state.callback(100, True, 1)(None, Acked(0))
+    parts.state.callback(200, False, 101)(None, Acked(100))  # 100 target offsets past its sync
+    fast.callback(0, True, 1)(None, Acked(0))
+    fast.callback(101, False, 102)(None, Acked(101))  # 101 past
+    parts.producer.produced.clear()
+    parts.periodic(offset_lag_max=100)
+    assert [(s.partition, s.upstream_offset, s.downstream_offset) for s in parts.producer.syncs()] == [(1, 101, 101)]
+    parts.producer.produced.clear()
+    parts.state.callback(201, False, 102)(None, Acked(101))
+    parts.periodic(offset_lag_max=100)
+    assert [(s.partition, s.upstream_offset, s.downstream_offset) for s in parts.producer.syncs()] == [(0, 201, 101)]
 
 
 def test_a_refused_sync_is_fatal_and_names_the_partition_and_the_first_error_stays():
