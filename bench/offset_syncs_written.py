@@ -102,8 +102,7 @@ def main() -> None:
                 ["offset_lag_max", "target offsets", "offset-syncs written", "per partition-minute",
                  "held by a fresh mapping"], rows,
                 ["target offsets: the copied records and, in exactly-once mode, a transaction marker per partition "
-                 "and transaction"] +
-                [f"load average {os.getloadavg()[0]:.1f} at the end"])
+                 "and transaction", f"load average {os.getloadavg()[0]:.1f} at the end"])
 
 
 if __name__ == "__main__":

@@ -18,11 +18,18 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Message, Producer
+from confluent_kafka import OFFSET_BEGINNING, Message
 from pydantic import BaseModel
 
 from mirror_engine.flow.internal_topics import InternalTopics, ensure_internal_topics
-from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_client, decoded, read_to_end
+from mirror_engine.kafka import (
+    InternalTopicReader,
+    MalformedRecord,
+    admin_client,
+    decoded,
+    read_to_end,
+    write_records,
+)
 from mirror_engine.plan import MigrationPlan
 
 FLOW_STATES = ("running", "paused", "stopped")
@@ -74,12 +81,9 @@ class ControlChannel:
     # ------------------------------------------------------------------ writing
     def _write(self, key: str, value: dict) -> None:
         ensure_internal_topics(admin_client(self.target_config), self.topics)
-        producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all"})
-        producer.list_topics(self.topic, timeout=15)  # its leader now, not at the producer's next scan (0.5 s)
-        producer.produce(self.topic, json.dumps({**value, "at_ms": int(time.time() * 1000)}).encode(),
-                         key.encode(), 0)
-        if producer.flush(30):
-            raise RuntimeError(f"the target did not acknowledge the control record {key} on {self.topic}")
+        write_records(self.target_config, self.topic,
+                      [(key.encode(), json.dumps({**value, "at_ms": int(time.time() * 1000)}).encode())],
+                      f"the control record {key}")
 
     def switch_topic(self, topic: str) -> None:
         """Tell the flow's engines to stop copying `topic` for good."""

@@ -35,6 +35,7 @@ from mirror_engine.kafka.groups import (
     undescribable_groups,
 )
 from mirror_engine.kafka.internal_reader import InternalTopicReader, MalformedRecord, decoded, read_to_end
+from mirror_engine.kafka.internal_writer import write_records
 from mirror_engine.kafka.old_brokers import acl_sync_skipped, config_sync_skipped, too_old
 from mirror_engine.kafka.record_sizes import (
     RECORD_BATCH_OVERHEAD,
@@ -132,4 +133,5 @@ __all__ = [
     "undescribable_groups",
     "varint_size",
     "wait_until_served",
+    "write_records",
 ]

@@ -15,11 +15,11 @@ import json
 import time
 from typing import Any
 
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from pydantic import BaseModel
 
 from mirror_engine.flow import InternalTopics, ensure_internal_topics
-from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_client, decoded
+from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_client, decoded, write_records
 from mirror_engine.plan import MigrationPlan
 
 REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval")
@@ -85,14 +85,9 @@ class ReportStore:
             ensure_internal_topics(admin_client(self.target_config), self.topics)
         older = sorted((r["stored_ms"], k) for k, r in stored.items() if r["kind"] == kind and k != key)
         expired = [] if kind in KEPT_EACH else [k for _ms, k in older[: max(0, len(older) + 1 - KEEP_PER_KIND)]]
-        producer = Producer({**self.target_config, "enable.idempotence": True, "acks": "all",
-                             "message.max.bytes": MAX_REPORT_BYTES * 2})
-        producer.list_topics(self.topic, timeout=15)  # its leader now, not at the producer's next scan (0.5 s)
-        for old in expired:
-            producer.produce(self.topic, None, old.encode(), 0)
-        producer.produce(self.topic, json.dumps(record).encode(), key.encode(), 0)
-        if producer.flush(30):
-            raise RuntimeError(f"the target did not acknowledge report {key} on {self.topic}")
+        write_records(self.target_config, self.topic,
+                      [*((old.encode(), None) for old in expired), (key.encode(), json.dumps(record).encode())],
+                      f"report {key}", {"message.max.bytes": MAX_REPORT_BYTES * 2})
         return key
 
     def read(self, kind: str | None = None) -> dict[str, dict[str, Any]]:
