@@ -119,8 +119,8 @@ class EngineSpec(StrictModel):
     heartbeat_interval_s: seconds(0.1, 3600) = 1.0
     offset_sync_interval_s: seconds(0.1, 3600) = 5.0
     # MM2's offset.lag.max: every offset_sync_interval_s, a partition whose copy moved more than this many target
-    # offsets past its last offset-sync gets a new one, so MM2's readers of the syncs re-read at most this many
-    # records. This project's own translation needs none of them; 0: every partition that moved.
+    # offsets past its last offset-sync gets a new one; MM2's readers of the syncs translate past the latest one to
+    # its target offset + 1. This project's own translation needs none of them; 0: every partition that moved.
     offset_lag_max: whole(0, INT64_MAX, "offsets") = 100
     progress_interval_s: seconds(0.05, 3600) = 1.0
     log_interval_s: seconds(0.1, 86_400) = 30.0  # per-partition progress in the log

@@ -117,8 +117,9 @@ class OffsetSyncWriter:
     def send_periodic(self, offset_lag_max: int) -> None:
         """Refresh the syncs of partitions whose copy moved more than `offset_lag_max` target offsets past their last
         one (MM2's `offset.lag.max`): MM2's readers translate an offset past the latest sync before it to that
-        sync's target offset + 1, so they re-read at most that many records. This project's own translation needs
-        none of these (`PartitionOffsetMap`); a partition copying slowly no longer costs a sync every interval."""
+        sync's target offset + 1, so between two calls they re-read at most that many records or what the
+        partition copied since the last call. This project's own translation needs none of these
+        (`PartitionOffsetMap`); a partition copying slowly no longer costs a sync every interval."""
         self.send_unsent()
         for state in self.states.values():
             syncs = state.syncs

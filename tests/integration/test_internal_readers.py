@@ -329,3 +329,6 @@ def test_a_mapping_refresh_decodes_each_partitions_latest_progress_only(kafka_pa
         # The syncs of partition 0 all count: 35 -> 1035 and 95 -> 1095 translate exactly, between them linearly.
         assert [mapping.translate("orders", 0, offset) for offset in (0, 35, 40, 95, 110)] == [1000, 1035, 1040, 1095,
                                                                                               1110]
+        # All three are on one line (delta 1000): the map holds the first alone.
+        partition_map = mapping.offsets.partition("orders", 0)
+        assert partition_map is not None and len(partition_map) == 1
