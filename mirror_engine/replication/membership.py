@@ -67,6 +67,15 @@ class Membership:
         for key in keys:
             self.records_released += self.states.pop(key).records_copied
 
+    def unassign(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching these partitions. Resumed first: librdkafka keeps a partition's pause across its
+        unassignment, so one given up paused (the flow paused, a partition stopped or waiting for its target) came
+        back paused the next time the group gave it to this consumer, and was never fetched again (a worker held
+        such partitions behind for good). Resuming one that is not paused changes nothing."""
+        if partitions:
+            self.clients.consumer.resume(partitions)
+            self.clients.consumer.incremental_unassign(partitions)
+
     def resume_backfilled(self, topics: set[str], stopped: bool) -> None:
         """The backfill of these topics stored their progress: copy them on from there."""
         if not topics:
@@ -127,12 +136,12 @@ class SingleProcess(Membership):
     def release_all(self) -> None:
         keys = list(self.states)
         self.release(keys)
-        self.clients.consumer.incremental_unassign([TopicPartition(*key) for key in keys])
+        self.unassign([TopicPartition(*key) for key in keys])
 
     def stop_topics(self, topics: set[str]) -> None:
         keys = [key for key in self.states if key[0] in topics]
         self.release(keys)
-        self.clients.consumer.incremental_unassign([TopicPartition(*key) for key in keys])
+        self.unassign([TopicPartition(*key) for key in keys])
 
     def close(self) -> None:
         self.clients.consumer.close()
@@ -216,7 +225,7 @@ class WorkerGroup(Membership):
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
-        self.clients.consumer.incremental_unassign(partitions)
+        self.unassign(partitions)
         if keys:  # their progress stored in that time
             log.info("worker %s gave up %d partition(s) to the group in %.2f s: %s", self.worker_id, len(keys),
                      time.monotonic() - started, describe_keys(keys))
@@ -230,7 +239,7 @@ class WorkerGroup(Membership):
         for key in keys:
             lost = self.states.pop(key, None)
             self.records_released += lost.records_copied if lost else 0
-        self.clients.consumer.incremental_unassign(partitions)
+        self.unassign(partitions)
         log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), describe_keys(keys))
 
 

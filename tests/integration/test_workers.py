@@ -201,6 +201,39 @@ def test_kill_9_during_a_rebalance_copies_each_record_once(kafka_pair, unique_na
     flow.compare(translate=True)
 
 
+def test_partitions_given_up_while_paused_are_copied_when_they_come_back(kafka_pair, unique_name, tmp_path):
+    """librdkafka keeps a partition's pause across its unassignment. A worker paused with the flow gives half its
+    partitions to a worker joining then; the flow resumes, the second worker leaves, and the first gets them back:
+    it must copy them, not hold them paused for good (which `test_pause_resume_and_stop_reach_every_worker` met now
+    and then, whenever the group happened to hand a worker back partitions it had given up while paused)."""
+    from mirror_engine.flow import ControlChannel
+    from mirror_engine.observe import partition_count
+
+    source, target = kafka_pair
+    flow = Flow(source, target, f"{unique_name}-back", tmp_path)
+    control = ControlChannel(flow.plan, target.client_config())
+    flow.produce(800)
+    flow.start_worker("w1")
+    flow.wait(flow.caught_up, "the first copy")
+    control.set_flow_state("paused")
+    flow.wait(lambda: flow.statuses().get("w1", {}).get("state") == "paused", "w1 paused", 30)
+
+    def counts() -> dict[str, int]:
+        return {worker: partition_count(status) for worker, status in flow.statuses().items()}
+
+    flow.start_worker("w2")
+    flow.wait(lambda: counts().get("w1") == counts().get("w2") == PARTITIONS // 2, "the partitions shared", 60)
+    control.set_flow_state("running")
+    flow.wait(lambda: all(s["state"] == "running" for s in flow.statuses().values()), "both workers running", 30)
+    flow.workers["w2"].send_signal(signal.SIGTERM)
+    assert flow.workers["w2"].wait(timeout=60) == 0, flow.log("w2")[-3000:]
+    flow.wait(lambda: counts().get("w1") == PARTITIONS, "w1 to hold every partition again", 60)
+    flow.produce(800)
+    flow.wait(flow.caught_up, "the copy of the partitions w1 gave up while paused", 60)
+    flow.stop_all()
+    flow.compare()
+
+
 def test_pause_resume_and_stop_reach_every_worker(kafka_pair, unique_name, tmp_path):
     from mirror_engine.flow import ControlChannel
 
