@@ -1,8 +1,10 @@
 """Reading and pairing the copied ranges of partitions with librdkafka: in a Spark task, or in the calling process.
 
 Each side of a range is read by a consumer of its cluster (librdkafka, `read_committed`, as the engine reads;
-a short fetch wait, so the end of a range is not waited for), every record fingerprinted by the copy contract's
-`fingerprint` (key, value, headers, timestamp), and the two sides paired by `record_pairing.pair_partition`.
+a short fetch wait, so the end of a range is not waited for), every record known by the copy contract's
+`record_hash` (key, value, headers, timestamp: `fingerprint`'s identity, as Python's own per-process hash, about a
+tenth of the digest's cost), and the two sides paired by `record_pairing.pair_partition`. Both sides of a partition
+are read and paired in one process, so their hashes compare; none leaves it.
 
 - The Spark job (`validate.py`) runs `pair_ranges_task` in one task per copied partition, the largest ranges
   first, as the backfill copies (`range_copy`): the records never pass through Spark's JVM (its Kafka source
@@ -20,15 +22,15 @@ Python worker loads only what the comparison needs.
 from __future__ import annotations
 
 import gc
-import struct
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Iterator
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
 
 from mirror_engine.kafka import SHORT_FETCH_WAIT, assign_known, consume_available
-from mirror_engine.replication import fingerprint
+from mirror_engine.replication import record_hash
 from spark_jobs.record_pairing import PartitionFindings, pair_partition
 from spark_jobs.validation import MAX_MISMATCHES, PartitionRange, ValidationReport, compare
 
@@ -46,18 +48,23 @@ READER_SETTINGS = {
 }
 
 # (offsets, fingerprints) per (topic, partition): 8-byte integers (a list would hold an object of 28 to 36 bytes and
-# a pointer per value), read by numpy without a copy.
+# a pointer per value), read by numpy without a copy. A fingerprint is the record's `record_hash`.
 Fingerprints = dict[tuple[str, int], tuple["array[int]", "array[int]"]]
-# A record's 64-bit fingerprint: the first 8 bytes of its `fingerprint`, a little-endian signed integer (as
-# int.from_bytes(digest[:8], "little", signed=True), without the slice).
-first_8 = struct.Struct("<q").unpack_from
+SAMPLE_SLOTS = 1_000_000  # a sample keeps the records whose slot (of key and value) is below fraction x this
+
+
+def sample_slot(key: bytes | None, value: bytes | None) -> int:
+    """Where a record falls in sample mode: the same in every process (Spark's tasks and the in-process comparison
+    pick the same records), from its key and value only, so a record whose headers or timestamp changed on the
+    target is still picked on both sides and found changed."""
+    return zlib.crc32(value or b"", zlib.crc32(key or b"")) % SAMPLE_SLOTS
 
 
 def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tuple[int, int]], fraction: float,
                       untimed: frozenset[str] = frozenset(), untimestamped: set[str] | None = None) -> Fingerprints:
     """(offsets, 64-bit fingerprints) of the records in [start, end) of each (topic, partition), read by one
     consumer. Records of the `untimed` topics are fingerprinted without their timestamp; with `fraction` below 1
-    only the records whose fingerprint falls in it are kept (the same records on both sides). Topics holding
+    only the records whose `sample_slot` falls in it are kept (the same records on both sides). Topics holding
     records without a timestamp (format v0) are added to `untimestamped`."""
     found: Fingerprints = {key: (array("q"), array("q")) for key in wanted}
     # The ranges still being read, with what their records need, taken in one lookup per record: the range's end,
@@ -66,7 +73,7 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
                for key, (start, end) in wanted.items() if end > start}
     if not reading:
         return found
-    keep_all, keep_below = fraction >= 1.0, int(fraction * 1_000_000)
+    keep_all, keep_below = fraction >= 1.0, int(fraction * SAMPLE_SLOTS)
     consumer = Consumer({**config, **READER_SETTINGS})
     # The headers of every record are a list of tuples: allocations that set off the cyclic collector's sweeps
     # of the whole heap (the growing lists of offsets and fingerprints) every few thousand records. The read
@@ -105,11 +112,10 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
                 stamp_type, stamp = message.timestamp()
                 if stamp_type == TIMESTAMP_NOT_AVAILABLE and untimestamped is not None:
                     untimestamped.add(key[0])
-                fp = first_8(fingerprint(message.key(), message.value(), message.headers(),
-                                         -1 if timeless else stamp))[0]
-                if keep_all or fp % 1_000_000 < keep_below:
+                key_bytes, value = message.key(), message.value()
+                if keep_all or sample_slot(key_bytes, value) < keep_below:
                     add_offset(offset)
-                    add_fp(fp)
+                    add_fp(record_hash(key_bytes, value, message.headers(), -1 if timeless else stamp))
                 if offset == end - 1:
                     del reading[key]
     finally:

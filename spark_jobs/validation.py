@@ -2,7 +2,7 @@
 
 Each copied partition is read on both clusters over its copied range only, by a librdkafka consumer per
 cluster (`range_validation`: in a Spark task of its own, or for a small copy all partitions in the calling
-process). Every record gets the copy contract's fingerprint of its key, value, headers and timestamp, and
+process). Every record gets the copy contract's identity of its key, value, headers and timestamp (`record_hash`), and
 `record_pairing` pairs the two sides by (fingerprint, occurrence among equal fingerprints): a source record
 without a pair is missing on the target, a target record without a pair is extra (a duplicate when its
 fingerprint is on the source). A missing and an extra record at the same place (the source offset translates
@@ -120,8 +120,7 @@ def compare(ranges: list[PartitionRange], pair_ranges: PairRanges, translate: Ca
 
     `untimed` are the source topics whose target stamps records with its own time (LogAppendTime). A topic whose
     source holds records without a timestamp (format v0) is found while reading; its partitions, all of them, are
-    then read and paired again without timestamps (also in sample mode, which picks records by a fingerprint that
-    must be the same on both sides)."""
+    then read and paired again without timestamps (a record's identity is made in the read, from what it holds)."""
     findings, untimestamped = pair_ranges(ranges, untimed)
     if untimestamped - untimed:  # their copies carry the copy's time: compare them without timestamps
         untimed = untimed | frozenset(untimestamped)

@@ -3,7 +3,12 @@ offset-sync writer, delivery modes, membership, assigner and restart."""
 
 from mirror_engine.replication.beside_the_copy import BesideTheCopy, periodic_work
 from mirror_engine.replication.copier import RecordCopier
-from mirror_engine.replication.copy_contract import fingerprint, produce_when_room, target_producer_settings
+from mirror_engine.replication.copy_contract import (
+    fingerprint,
+    produce_when_room,
+    record_hash,
+    target_producer_settings,
+)
 from mirror_engine.replication.engine import EngineError, Replicator, RunSummary, default_worker_id
 from mirror_engine.replication.flow_run import FlowRun, run_flow
 from mirror_engine.replication.memory import IdleTrim
@@ -43,6 +48,7 @@ __all__ = [
     "fingerprint",
     "periodic_work",
     "produce_when_room",
+    "record_hash",
     "run_flow",
     "start_detached",
     "stop_engine",
