@@ -1,6 +1,6 @@
 """The backfill's task alone: `spark_jobs.range_copy.copy_partition_ranges`, the function each Spark task runs,
 copying the bench's data set (`backfill_validation.py`) from a real source broker to a real target broker on
-loopback, one partition after another as the tasks of a local[1] session would; no Spark.
+loopback, every partition in one task as a local[1] session's only task copies them; no Spark.
 
     .venv/bin/python bench/backfill_producer.py --records 300000
     py-spy record --idle -r 250 -f raw -o profile.txt -- .venv/bin/python bench/backfill_producer.py
@@ -52,9 +52,8 @@ def main() -> None:
             ranges = [{"topic": "history", "partition": p, "start": 0, "end": per_partition[p],
                        "target_topic": "src.history", "target_start": 0} for p in range(PARTITIONS)]
             started, cpu = time.perf_counter(), _cpu()
-            for p in range(PARTITIONS):  # one task per Kafka partition, one after another
-                ids = pa.RecordBatch.from_pydict({"id": [p]})
-                list(copy_partition_ranges(iter([ids]), source.client_config(), target.client_config(), ranges))
+            ids = pa.RecordBatch.from_pydict({"id": [0]})  # one share: every partition, side by side
+            list(copy_partition_ranges(iter([ids]), source.client_config(), target.client_config(), [ranges]))
             copied, cpu = time.perf_counter() - started, _cpu() - cpu
             print(f"{args.records:,} records copied in {copied:.1f} s ({args.records / copied:,.0f} records/s), "
                   f"{cpu:.1f} s of CPU in this process")

@@ -1,6 +1,6 @@
-"""The backfill's Spark task: copy one source partition's range [start, end) to the same target partition.
+"""The backfill's Spark task: copy the source ranges [start, end) of a few partitions to the same target partitions.
 
-The task reads its partition with a consumer of its own (librdkafka, `read_committed`, as the engine reads) and
+The task reads its partitions with a consumer of its own (librdkafka, `read_committed`, as the engine reads) and
 writes through the copy contract (`mirror_engine.replication.copy_contract`): an idempotent, gapless producer,
 the same partition number, key, value, headers and timestamp, and an offset-sync wherever (target - source)
 changes. Per record it does what the engine's copy loop does: the consumed message's fields straight into one
@@ -8,11 +8,13 @@ changes. Per record it does what the engine's copy loop does: the consumed messa
 source and handing them to Python as Arrow cost about twice the CPU of the whole copy in a fresh session (the
 JVM's compilation of that path included), more than the engine spends on the same records (bench/README.md).
 
-Order: one task per source partition, reading in offset order and writing it to one target partition with
-one idempotent producer, so the target holds the range in the source's order; a record below one already
-seen stops the task. The producer reports deliveries only when they fail (`delivery.report.only.error`), so
-no Python callback runs per record. The cyclic garbage collector is off while a task copies. This module
-imports no pyspark: the Python worker loads only what the copy needs.
+Order: each source partition is copied by one task, read in offset order and written to its target partition by
+the task's one idempotent producer, so the target holds the range in the source's order; a record below one
+already seen stops the task. A task copies its partitions side by side (the job gives each core a share of them,
+`backfill.copy_ranges`): one consumer, one producer and one final wait for the target's acknowledgements per task,
+not per partition, which were most of a small partition's time. The producer reports deliveries only when they
+fail (`delivery.report.only.error`), so no Python callback runs per record. The cyclic garbage collector is off
+while a task copies. This module imports no pyspark: the Python worker loads only what the copy needs.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ class RangeState:
 
 
 class RangeCopier:
-    """Copies the ranges of a task's partitions, each read by a consumer of its own; `finish()` waits for every
-    acknowledgement."""
+    """Copies the ranges of a task's partitions, read by one consumer and written by one producer; `finish()` waits
+    for every acknowledgement."""
 
     def __init__(self, source_config: dict[str, str], target_config: dict[str, str]) -> None:
         self.source_config = source_config
@@ -78,50 +80,59 @@ class RangeCopier:
         self.errors: list[str] = []
         self.producer: Producer | None = None
 
-    def _state(self, part: dict) -> RangeState:
-        topic, partition = part["topic"], part["partition"]
-        state = self.states.get((topic, partition))
-        if state is None:
+    def _states(self, parts: list[dict]) -> list[RangeState]:
+        """Each part's state, the records already on the target past its range's start counted (the copy contract)."""
+        new = [part for part in parts if (part["topic"], part["partition"]) not in self.states]
+        if new:
             consumer = Consumer({**self.target_config, "group.id": "mirror-engine-backfill"})
             try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(part["target_topic"], partition), timeout=30)
+                for part in new:
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(part["target_topic"], part["partition"]),
+                                                                timeout=30)
+                    self.states[(part["topic"], part["partition"])] = RangeState(
+                        part["topic"], part["partition"], part["target_topic"], part["target_start"],
+                        max(0, high - part["target_start"]))
             finally:
                 consumer.close()
-            # The records already on the target past the range's start are its first records (the copy contract).
-            state = self.states[(topic, partition)] = RangeState(
-                topic, partition, part["target_topic"], part["target_start"], max(0, high - part["target_start"]))
-            if self.producer is None:
-                settings = target_producer_settings(self.target_config, linger_ms=20, compression="lz4",
-                                                    batch_bytes=1_048_576)
-                self.producer = Producer({**settings, "delivery.report.only.error": True,
-                                          "on_delivery": self._on_failed_delivery})
-        return state
+        if self.producer is None:
+            settings = target_producer_settings(self.target_config, linger_ms=20, compression="lz4",
+                                                batch_bytes=1_048_576)
+            self.producer = Producer({**settings, "delivery.report.only.error": True,
+                                      "on_delivery": self._on_failed_delivery})
+        return [self.states[(part["topic"], part["partition"])] for part in parts]
 
     def _on_failed_delivery(self, error: Any, _message: Any) -> None:
         if error is not None:
             self.errors.append(error.str())
 
-    def copy_range(self, part: dict) -> None:
-        """Copy the source range [part["start"], part["end"]) of one partition (keys: topic, partition, start, end,
-        target_topic, target_start)."""
-        start, end = part["start"], part["end"]
-        state = self._state(part)
-        if end <= start:
+    def copy_ranges(self, parts: list[dict]) -> None:
+        """Copy the source range [part["start"], part["end"]) of each part's partition (keys: topic, partition, start,
+        end, target_topic, target_start), all read by one consumer. Each partition's records reach `copy_messages` in
+        offset order, a run of them at a time; a partition read to its range's end is paused."""
+        reading = {(state.topic, state.partition): (state, part["start"], part["end"])
+                   for state, part in zip(self._states(parts), parts, strict=True) if part["end"] > part["start"]}
+        if not reading:
             return
         consumer = Consumer({**self.source_config, **SOURCE_SETTINGS})
         try:
-            consumer.assign([TopicPartition(state.topic, state.partition, start)])
+            consumer.assign([TopicPartition(topic, partition, start)
+                             for (topic, partition), (_state, start, _end) in reading.items()])
             last_progress = time.monotonic()
-            while True:
+            while reading:
                 messages = consumer.consume(BATCH, 0.2)
-                if messages:
-                    last_progress = time.monotonic()
-                    if self.copy_messages(state, messages, end):
-                        return
-                elif time.monotonic() - last_progress > STALL_S:
-                    at = state.previous + 1 if state.previous >= 0 else start
-                    raise RuntimeError(f"{state.topic}[{state.partition}]: nothing read for {STALL_S:.0f} s at offset "
-                                       f"{at}, before the range's end {end}; the task can be run again")
+                if not messages:
+                    if time.monotonic() - last_progress > STALL_S:
+                        state, start, end = min(reading.values(), key=lambda e: (e[0].topic, e[0].partition))
+                        at = state.previous + 1 if state.previous >= 0 else start
+                        raise RuntimeError(f"{state.topic}[{state.partition}]: nothing read for {STALL_S:.0f} s at "
+                                           f"offset {at}, before the range's end {end}; the task can be run again")
+                    continue
+                last_progress = time.monotonic()
+                for key, run in partition_runs(messages):
+                    entry = reading.get(key)
+                    if entry is not None and self.copy_messages(entry[0], run, entry[2]):
+                        del reading[key]
+                        consumer.pause([TopicPartition(*key)])  # what follows the range is the engine's
         finally:
             consumer.close()
 
@@ -185,10 +196,24 @@ class RangeCopier:
                  "syncs": s.syncs} for s in self.states.values()]
 
 
+def partition_runs(messages: list[Any]) -> Iterator[tuple[tuple[str, int], list[Any]]]:
+    """The consumed messages as runs of one partition each, with its (topic, partition), in the order consumed: a
+    consumer of several partitions hands out each fetch's records of one partition together."""
+    start, key = 0, None
+    for index, message in enumerate(messages):
+        at = (message.topic(), message.partition())
+        if at != key:
+            if key is not None:
+                yield key, messages[start:index]
+            start, key = index, at
+    if key is not None:
+        yield key, messages[start:]
+
+
 def copy_partition_ranges(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
-                          ranges: list[dict]) -> Iterator[Any]:
-    """The function `mapInArrow` runs over `spark.range(len(ranges))`: copy the ranges whose index is in the
-    batches' `id` column, then yield one summary per partition (syncs as JSON)."""
+                          shares: list[list[dict]]) -> Iterator[Any]:
+    """The function `mapInArrow` runs over `spark.range(len(shares))`: copy the ranges of the shares whose index is
+    in the batches' `id` column, then yield one summary per partition (syncs as JSON)."""
     import gc
 
     import pyarrow as pa
@@ -202,7 +227,7 @@ def copy_partition_ranges(batches: Iterator[Any], source_config: dict[str, str],
     try:
         for batch in batches:
             for index in batch.column("id").to_pylist():
-                copier.copy_range(ranges[index])
+                copier.copy_ranges(shares[index])
         summaries = copier.finish()
     finally:
         if collecting:

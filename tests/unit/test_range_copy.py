@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Message
 
-from spark_jobs.range_copy import RangeCopier, RangeState
+from spark_jobs.range_copy import RangeCopier, RangeState, partition_runs
 
 
 class Producer:
@@ -111,17 +111,43 @@ def test_the_cyclic_collector_is_off_while_a_task_copies_and_back_on_after(monke
     from spark_jobs.range_copy import copy_partition_ranges
 
     seen: list[bool] = []
-    monkeypatch.setattr(RangeCopier, "copy_range", lambda self, part: seen.append(gc.isenabled()))
+    monkeypatch.setattr(RangeCopier, "copy_ranges", lambda self, parts: seen.append(gc.isenabled()))
     monkeypatch.setattr(RangeCopier, "finish", lambda self: seen.append(gc.isenabled()) or [])
     ids = pa.RecordBatch.from_pydict({"id": [0, 1]})
     assert gc.isenabled()
-    list(copy_partition_ranges(iter([ids]), {}, {}, [{}, {}]))
+    list(copy_partition_ranges(iter([ids]), {}, {}, [[{}], [{}]]))
     assert seen == [False, False, False] and gc.isenabled()
 
-    def fail(self, part):
+    def fail(self, parts):
         raise RuntimeError("rejected")
 
-    monkeypatch.setattr(RangeCopier, "copy_range", fail)
+    monkeypatch.setattr(RangeCopier, "copy_ranges", fail)
     with pytest.raises(RuntimeError, match="rejected"):
-        list(copy_partition_ranges(iter([ids]), {}, {}, [{}]))
+        list(copy_partition_ranges(iter([ids]), {}, {}, [[{}]]))
     assert gc.isenabled()
+
+
+def test_a_batch_of_several_partitions_is_split_into_runs_of_one_partition_in_the_order_consumed():
+    def of(topic: str, partition: int, offset: int) -> Message:
+        return Message(topic=topic, partition=partition, offset=offset, value=b"v")
+
+    batch = [of("a", 0, 0), of("a", 0, 1), of("b", 0, 0), of("a", 1, 5), of("a", 1, 6), of("a", 0, 2),
+             Message(topic="b", partition=0, offset=1, error=KafkaError(KafkaError._PARTITION_EOF))]
+    runs = [(key, [m.offset() for m in run]) for key, run in partition_runs(batch)]
+    assert runs == [(("a", 0), [0, 1]), (("b", 0), [0]), (("a", 1), [5, 6]), (("a", 0), [2]), (("b", 0), [1])]
+    assert list(partition_runs([])) == []
+
+
+def test_each_core_gets_a_share_of_the_partitions_with_about_as_many_records_and_each_partition_once():
+    from spark_jobs.backfill import balanced_shares
+
+    sizes = [900, 100, 500, 500, 300, 300, 200, 100]
+    work = [{"topic": "t", "partition": p, "start": 10, "end": 10 + size} for p, size in enumerate(sizes)]
+    shares = balanced_shares(work, 2)
+    assert sorted(part["partition"] for share in shares for part in share) == list(range(len(sizes)))
+    totals = sorted(sum(part["end"] - part["start"] for part in share) for share in shares)
+    assert totals == [1400, 1500]  # the best split is 1450 each: within 4/3 of it
+    assert all([p["end"] - p["start"] for p in share] == sorted((p["end"] - p["start"] for p in share), reverse=True)
+               for share in shares)  # each share's largest ranges first
+    assert len(balanced_shares(work[:1], 4)) == 1  # never a share without a range
+    assert [len(share) for share in balanced_shares(work, 16)] == [1] * len(sizes)
