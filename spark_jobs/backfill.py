@@ -28,6 +28,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.plan import aware_time
+from spark_jobs.shares import balanced_shares
 
 log = logging.getLogger("spark_jobs.backfill")
 
@@ -170,20 +171,17 @@ def partition_ranges(plan: Any, source_config: dict[str, str], snapshots: list[A
 
 def copy_ranges(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
                 parts: list[PartitionBackfill]) -> None:
-    """Copy every part's range in as many Spark tasks as the application has cores (at most one per part), each task
-    a share of the partitions with about as many records as the others; fills each part's records, written and
-    syncs from what its task reports.
+    """Copy every part's range in one Spark task per core, each a share of the partitions (`balanced_shares`); fills
+    each part's records, written and syncs from what its task reports.
 
     The tasks read the source themselves (`range_copy`: a librdkafka consumer per task, as the engine reads), so the
     records go from the source to the target without passing through Spark's JVM: the job's DataFrame is one row
-    per share, `spark.range` with one Spark partition per row. A task copies its partitions side by side, so its
-    fixed costs (consumer, producer, the final wait for acknowledgements) are paid once per core, not per
-    partition; a partition is never split, since its target partition has one writer, in order."""
+    per share, `spark.range` with one Spark partition per row."""
     work = [{"topic": p.topic, "partition": p.partition, "start": p.start, "end": p.end,
              "target_topic": p.target_topic, "target_start": p.target_start} for p in parts if p.end > p.start]
     results: dict[tuple[str, int], dict] = {}
     if work:
-        shares = balanced_shares(work, spark.sparkContext.defaultParallelism)
+        shares = balanced_shares(work, lambda r: r["end"] - r["start"], spark.sparkContext.defaultParallelism)
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
         from spark_jobs.range_copy import SUMMARY_SCHEMA
         from spark_jobs.range_copy import copy_partition_ranges as task
@@ -195,18 +193,6 @@ def copy_ranges(spark: Any, source_config: dict[str, str], target_config: dict[s
     for part in parts:
         summary = results.get((part.topic, part.partition), {"records": 0, "written": 0, "syncs": []})
         part.records, part.written, part.syncs = summary["records"], summary["written"], summary["syncs"]
-
-
-def balanced_shares(work: list[dict], cores: int) -> list[list[dict]]:
-    """The ranges dealt to at most `cores` shares, the largest first, each to the share with the fewest records so
-    far (within 4/3 of the best possible longest share); each share's largest ranges first."""
-    shares: list[list[dict]] = [[] for _ in range(max(1, min(cores, len(work))))]
-    sizes = [0] * len(shares)
-    for part in sorted(work, key=lambda r: r["start"] - r["end"]):
-        lightest = sizes.index(min(sizes))
-        shares[lightest].append(part)
-        sizes[lightest] += part["end"] - part["start"]
-    return shares
 
 
 def _store_progress(plan: Any, target_config: dict[str, str], parts: list[PartitionBackfill]) -> None:

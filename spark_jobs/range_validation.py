@@ -6,10 +6,10 @@ a short fetch wait, so the end of a range is not waited for), every record known
 tenth of the digest's cost), and the two sides paired by `record_pairing.pair_partition`. Both sides of a partition
 are read and paired in one process, so their hashes compare; none leaves it.
 
-- The Spark job (`validate.py`) runs `pair_ranges_task` in one task per copied partition, the largest ranges
-  first, as the backfill copies (`range_copy`): the records never pass through Spark's JVM (its Kafka source
-  and a shuffle of the fingerprints cost more CPU than the comparison itself), and only the findings, bounded
-  lists, reach the driver.
+- The Spark job (`validate.py`) runs `pair_ranges_task` in one task per core, each over a share of the copied
+  partitions (`shares`), as the backfill copies (`range_copy`): the records never pass through Spark's JVM (its
+  Kafka source and a shuffle of the fingerprints cost more CPU than the comparison itself), and only the
+  findings, bounded lists, reach the driver.
 - A copy below the plan's `validation.in_process_max_records` is compared in the calling process
   (`compare_in_process`, `validate.py --in-process`), one consumer per cluster reading every partition at once:
   starting a Spark application (spark-submit, a JVM, a session, Python workers) costs tens of seconds on a
@@ -145,14 +145,14 @@ def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], tar
 
 
 def pair_ranges_task(indexes: Iterator[int], source_config: dict[str, str], target_config: dict[str, str],
-                     ranges: list[PartitionRange], fraction: float,
+                     shares: list[list[PartitionRange]], fraction: float,
                      untimed: frozenset[str]) -> Iterator[tuple[PartitionRange, PartitionFindings, bool]]:
-    """What a Spark task runs over its indexes into `ranges` (one, as the job schedules them): per range its
-    findings and whether its source holds records without a timestamp."""
+    """What a Spark task runs over its indexes into `shares` (one, as the job schedules them): per range of the
+    share its findings and whether its source holds records without a timestamp."""
     for index in indexes:
-        found, untimestamped = pair_ranges([ranges[index]], source_config, target_config, fraction, untimed)
-        r = ranges[index]
-        yield r, found[(r.topic, r.partition)], r.topic in untimestamped
+        found, untimestamped = pair_ranges(shares[index], source_config, target_config, fraction, untimed)
+        for r in shares[index]:
+            yield r, found[(r.topic, r.partition)], r.topic in untimestamped
 
 
 def compare_in_process(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],

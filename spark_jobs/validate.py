@@ -2,8 +2,8 @@
 
 Reads the copied range of every partition on both clusters (the engine's stored progress says how far
 it copied), compares fingerprints of key, value, headers and timestamp, and writes a JSON report (for
-the DAG) and an HTML page (for people) to the plan's `validation.report_dir`. One Spark task per copied
-partition reads both sides with librdkafka and pairs them (`range_validation`), the largest ranges first.
+the DAG) and an HTML page (for people) to the plan's `validation.report_dir`. One Spark task per core reads both
+sides of a share of the copied partitions with librdkafka and pairs them (`range_validation`).
 Exits 1 when the copy is not clean, 2 on a bad plan or a cluster that refuses the login. `--in-process`
 compares without Spark, in this process, as the DAG does for a copy below `validation.in_process_max_records`.
 """
@@ -30,6 +30,7 @@ from mirror_engine.kafka import (
 from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan, PlanError, load_plan
 from spark_jobs.record_pairing import PartitionFindings
+from spark_jobs.shares import balanced_shares
 from spark_jobs.validation import PairRanges, PartitionRange, compare, report_to_files
 
 log = logging.getLogger("spark_jobs.validate")
@@ -141,19 +142,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
                      fraction: float) -> PairRanges:
-    """Ranges read and paired by Spark: one task per partition, the largest ranges first, each reading its
-    source and target ranges with librdkafka consumers of its own (the plan's settings, the files shipped
-    with the job by their relative names, as the backfill's tasks), so the records never pass through Spark's
-    JVM and no shuffle is needed: each task returns its partition's findings."""
+    """Ranges read and paired by Spark: one task per core, each a share of the partitions (`balanced_shares`), read
+    by one librdkafka consumer per cluster (the plan's settings, the files shipped with the job by their relative
+    names, as the backfill's tasks), so the records never pass through Spark's JVM and no shuffle is needed: each
+    task returns its partitions' findings."""
 
     def pair(ranges: list[PartitionRange],
              untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
         from spark_jobs.range_validation import pair_ranges_task as task
 
-        work = sorted(ranges, key=lambda r: (r.source_start - r.source_end, r.target_start - r.target_end))
-        rows = (spark.sparkContext.parallelize(range(len(work)), len(work))
-                .mapPartitions(lambda indexes: task(indexes, source_config, target_config, work, fraction, untimed))
+        shares = balanced_shares(ranges, lambda r: r.source_end - r.source_start + r.target_end - r.target_start,
+                                 spark.sparkContext.defaultParallelism)
+        rows = (spark.sparkContext.parallelize(range(len(shares)), len(shares))
+                .mapPartitions(lambda indexes: task(indexes, source_config, target_config, shares, fraction, untimed))
                 .collect())
         return ({(r.topic, r.partition): found for r, found, _ in rows},
                 {r.topic for r, _, stampless in rows if stampless})

@@ -1,13 +1,13 @@
 """Record-level validation of a copy: the report and how it is built, for `spark_jobs/validate.py`.
 
-Each copied partition is read on both clusters over its copied range only, by a librdkafka consumer per
-cluster (`range_validation`: in a Spark task of its own, or for a small copy all partitions in the calling
-process). Every record gets the copy contract's identity of its key, value, headers and timestamp (`record_hash`), and
-`record_pairing` pairs the two sides by (fingerprint, occurrence among equal fingerprints): a source record
-without a pair is missing on the target, a target record without a pair is extra (a duplicate when its
-fingerprint is on the source). A missing and an extra record at the same place (the source offset translates
-to the target offset) are one changed record. Pairs whose target offsets run backwards against their source
-order are out of order. Only the mismatches (bounded per partition) reach the driver.
+Each copied partition is read on both clusters over its copied range only, by a librdkafka consumer per cluster
+(`range_validation`: in Spark tasks, each over a share of the partitions, or for a small copy all of them in the
+calling process). Every record gets the copy contract's identity of its key, value, headers and timestamp
+(`record_hash`, its fingerprint here), and `record_pairing` pairs the two sides by (fingerprint, occurrence among
+equal fingerprints): a source record without a pair is missing on the target, a target record without a pair is
+extra (a duplicate when its fingerprint is on the source). A missing and an extra record at the same place (the
+source offset translates to the target offset) are one changed record. Pairs whose target offsets run backwards
+against their source order are out of order. Only the mismatches (bounded per partition) reach the driver.
 
 A target topic with `message.timestamp.type=LogAppendTime` cannot keep the source's timestamps: its broker
 stamps every record with its own append time. Its records are compared by key, value and headers (on both

@@ -136,18 +136,3 @@ def test_a_batch_of_several_partitions_is_split_into_runs_of_one_partition_in_th
     runs = [(key, [m.offset() for m in run]) for key, run in partition_runs(batch)]
     assert runs == [(("a", 0), [0, 1]), (("b", 0), [0]), (("a", 1), [5, 6]), (("a", 0), [2]), (("b", 0), [1])]
     assert list(partition_runs([])) == []
-
-
-def test_each_core_gets_a_share_of_the_partitions_with_about_as_many_records_and_each_partition_once():
-    from spark_jobs.backfill import balanced_shares
-
-    sizes = [900, 100, 500, 500, 300, 300, 200, 100]
-    work = [{"topic": "t", "partition": p, "start": 10, "end": 10 + size} for p, size in enumerate(sizes)]
-    shares = balanced_shares(work, 2)
-    assert sorted(part["partition"] for share in shares for part in share) == list(range(len(sizes)))
-    totals = sorted(sum(part["end"] - part["start"] for part in share) for share in shares)
-    assert totals == [1400, 1500]  # the best split is 1450 each: within 4/3 of it
-    assert all([p["end"] - p["start"] for p in share] == sorted((p["end"] - p["start"] for p in share), reverse=True)
-               for share in shares)  # each share's largest ranges first
-    assert len(balanced_shares(work[:1], 4)) == 1  # never a share without a range
-    assert [len(share) for share in balanced_shares(work, 16)] == [1] * len(sizes)
