@@ -22,10 +22,13 @@ Python worker loads only what the comparison needs.
 from __future__ import annotations
 
 import gc
+import json
 import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
 
@@ -144,15 +147,25 @@ def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], tar
     return findings, untimestamped
 
 
-def pair_ranges_task(indexes: Iterator[int], source_config: dict[str, str], target_config: dict[str, str],
-                     shares: list[list[PartitionRange]], fraction: float,
-                     untimed: frozenset[str]) -> Iterator[tuple[PartitionRange, PartitionFindings, bool]]:
-    """What a Spark task runs over its indexes into `shares` (one, as the job schedules them): per range of the
-    share its findings and whether its source holds records without a timestamp."""
-    for index in indexes:
-        found, untimestamped = pair_ranges(shares[index], source_config, target_config, fraction, untimed)
-        for r in shares[index]:
-            yield r, found[(r.topic, r.partition)], r.topic in untimestamped
+FINDINGS_SCHEMA = "topic string, partition int, findings string, stampless boolean"
+
+
+def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
+                     shares: list[list[PartitionRange]], fraction: float, untimed: frozenset[str]) -> Iterator[Any]:
+    """The function `mapInArrow` runs over `spark.range(len(shares))` (the backfill's kind of task, so one
+    application's jobs share their Python workers): pair the ranges of the shares whose index is in the batches'
+    `id` column, then yield per range its findings (as JSON) and whether its source holds records without a
+    timestamp (`FINDINGS_SCHEMA`)."""
+    import pyarrow as pa
+
+    rows = []
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            found, untimestamped = pair_ranges(shares[index], source_config, target_config, fraction, untimed)
+            rows += [{"topic": r.topic, "partition": r.partition, "stampless": r.topic in untimestamped,
+                      "findings": json.dumps(asdict(found[(r.topic, r.partition)]))} for r in shares[index]]
+    yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([("topic", pa.string()), ("partition", pa.int32()),
+                                                             ("findings", pa.string()), ("stampless", pa.bool_())]))
 
 
 def compare_in_process(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],

@@ -11,6 +11,7 @@ compares without Spark, in this process, as the DAG does for a copy below `valid
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -150,15 +151,17 @@ def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: d
     def pair(ranges: list[PartitionRange],
              untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
+        from spark_jobs.range_validation import FINDINGS_SCHEMA
         from spark_jobs.range_validation import pair_ranges_task as task
 
         shares = balanced_shares(ranges, lambda r: r.source_end - r.source_start + r.target_end - r.target_start,
                                  spark.sparkContext.defaultParallelism)
-        rows = (spark.sparkContext.parallelize(range(len(shares)), len(shares))
-                .mapPartitions(lambda indexes: task(indexes, source_config, target_config, shares, fraction, untimed))
+        rows = (spark.range(0, len(shares), 1, len(shares))
+                .mapInArrow(lambda batches: task(batches, source_config, target_config, shares, fraction, untimed),
+                            FINDINGS_SCHEMA)
                 .collect())
-        return ({(r.topic, r.partition): found for r, found, _ in rows},
-                {r.topic for r, _, stampless in rows if stampless})
+        return ({(row["topic"], row["partition"]): PartitionFindings(**json.loads(row["findings"])) for row in rows},
+                {row["topic"] for row in rows if row["stampless"]})
 
     return pair
 
