@@ -1,14 +1,13 @@
 """Copy the history of a plan's backfill topics with Spark: `spark-submit spark_jobs/backfill.py --plan FILE`.
 
-The engine holds each partition of a backfill topic at a snapshot offset B (recorded in the flow's
-control topic). This job copies the source range [earliest, B) of every partition to the same target
-partition: one Spark task per source partition reads it in offset order with a consumer of its own and
-writes it with an idempotent producer (`range_copy`: the engine's client and copy contract; Spark's Kafka
-sink cannot set timestamps), keys, values, headers and timestamps kept. Then the job writes the
-offset-syncs of what it copied and the partitions' progress at B, and marks the topic done: the engine
-copies on from B. Order is kept and nothing is written twice: a task counts what the target already
-holds of its range before writing (so a re-run after a failure, or a retried task, resumes where the
-last one stopped).
+The engine holds each partition of a backfill topic at a snapshot offset B (recorded in the flow's control topic).
+This job copies the source range [earliest, B) of every partition to the same target partition: one Spark task per
+core copies a share of the partitions side by side, reading each in offset order with the task's consumer and
+writing it with the task's idempotent producer (`range_copy`: the engine's client and copy contract; Spark's Kafka
+sink cannot set timestamps), keys, values, headers and timestamps kept. Then the job writes the offset-syncs of what
+it copied and the partitions' progress at B, and marks the topic done: the engine copies on from B. Order is kept
+and nothing is written twice: a task counts what the target already holds of its range before writing (so a re-run
+after a failure, or a retried task, resumes where the last one stopped).
 
 Exit status: 0 done, 1 failed (re-run it), 2 bad arguments or plan.
 """
