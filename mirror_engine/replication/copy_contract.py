@@ -86,7 +86,8 @@ def fingerprint(key: bytes | None, value: bytes | None, headers: Headers, timest
 
 def record_hash(key: bytes | None, value: bytes | None, headers: Headers, timestamp: int) -> int:
     """`fingerprint`'s identity of a consumed record (bytes or None parts) as a 64-bit integer, valid within the
-    calling process only: Python's own hash of the same parts, keyed anew in every process (`PYTHONHASHSEED`).
+    calling process only: Python's own hash of the same parts, whose key is chosen per process (at random, or by
+    `PYTHONHASHSEED`: Spark's Python workers get 0 unless it is set).
 
     For comparing records read by one process (validation pairs both sides of a partition in one Spark task),
     about a tenth of `fingerprint`'s cost. Never store it, and never compare it across processes."""
