@@ -148,22 +148,42 @@ def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], tar
 
 
 FINDINGS_SCHEMA = "topic string, partition int, findings string, stampless boolean"
+# Records (both sides) a task reads before it pairs them: 16 bytes each while read, numpy's sorted copies while
+# paired. A task holds its share this many records at a time, never less than one partition.
+PAIRED_AT_ONCE = 10_000_000
+
+
+def record_bounded(ranges: list[PartitionRange], limit: int = PAIRED_AT_ONCE) -> Iterator[list[PartitionRange]]:
+    """`ranges` in consecutive groups of at most `limit` records of both sides, or of one range where it alone has
+    more."""
+    group: list[PartitionRange] = []
+    held = 0
+    for r in ranges:
+        size = r.source_end - r.source_start + r.target_end - r.target_start
+        if group and held + size > limit:
+            yield group
+            group, held = [], 0
+        group.append(r)
+        held += size
+    if group:
+        yield group
 
 
 def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
                      shares: list[list[PartitionRange]], fraction: float, untimed: frozenset[str]) -> Iterator[Any]:
     """The function `mapInArrow` runs over `spark.range(len(shares))` (the backfill's kind of task, so one
     application's jobs share their Python workers): pair the ranges of the shares whose index is in the batches'
-    `id` column, then yield per range its findings (as JSON) and whether its source holds records without a
-    timestamp (`FINDINGS_SCHEMA`)."""
+    `id` column, `PAIRED_AT_ONCE` records at a time, then yield per range its findings (as JSON) and whether its
+    source holds records without a timestamp (`FINDINGS_SCHEMA`)."""
     import pyarrow as pa
 
     rows = []
     for batch in batches:
         for index in batch.column("id").to_pylist():
-            found, untimestamped = pair_ranges(shares[index], source_config, target_config, fraction, untimed)
-            rows += [{"topic": r.topic, "partition": r.partition, "stampless": r.topic in untimestamped,
-                      "findings": json.dumps(asdict(found[(r.topic, r.partition)]))} for r in shares[index]]
+            for group in record_bounded(shares[index]):
+                found, untimestamped = pair_ranges(group, source_config, target_config, fraction, untimed)
+                rows += [{"topic": r.topic, "partition": r.partition, "stampless": r.topic in untimestamped,
+                          "findings": json.dumps(asdict(found[(r.topic, r.partition)]))} for r in group]
     yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                                                              ("findings", pa.string()), ("stampless", pa.bool_())]))
 
