@@ -32,7 +32,7 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
 
-from mirror_engine.kafka import SHORT_FETCH_WAIT, assign_known, consume_available
+from mirror_engine.kafka import SHORT_FETCH_WAIT, assign_known, consume_available, in_batches
 from mirror_engine.replication import record_hash
 from spark_jobs.record_pairing import PartitionFindings, pair_partition
 from spark_jobs.validation import MAX_MISMATCHES, PartitionRange, ValidationReport, compare
@@ -153,20 +153,9 @@ FINDINGS_SCHEMA = "topic string, partition int, findings string, stampless boole
 PAIRED_AT_ONCE = 10_000_000
 
 
-def record_bounded(ranges: list[PartitionRange], limit: int = PAIRED_AT_ONCE) -> Iterator[list[PartitionRange]]:
-    """`ranges` in consecutive groups of at most `limit` records of both sides, or of one range where it alone has
-    more."""
-    group: list[PartitionRange] = []
-    held = 0
-    for r in ranges:
-        size = r.source_end - r.source_start + r.target_end - r.target_start
-        if group and held + size > limit:
-            yield group
-            group, held = [], 0
-        group.append(r)
-        held += size
-    if group:
-        yield group
+def records_of(r: PartitionRange) -> int:
+    """The records of a copied range, both sides."""
+    return r.source_end - r.source_start + r.target_end - r.target_start
 
 
 def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
@@ -180,7 +169,7 @@ def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], targ
     rows = []
     for batch in batches:
         for index in batch.column("id").to_pylist():
-            for group in record_bounded(shares[index]):
+            for group in in_batches(shares[index], records_of, PAIRED_AT_ONCE):
                 found, untimestamped = pair_ranges(group, source_config, target_config, fraction, untimed)
                 rows += [{"topic": r.topic, "partition": r.partition, "stampless": r.topic in untimestamped,
                           "findings": json.dumps(asdict(found[(r.topic, r.partition)]))} for r in group]

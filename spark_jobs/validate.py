@@ -151,11 +151,10 @@ def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: d
     def pair(ranges: list[PartitionRange],
              untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
         # Imported by name so Spark ships a reference to it, not a copy of `__main__` under spark-submit.
-        from spark_jobs.range_validation import FINDINGS_SCHEMA
+        from spark_jobs.range_validation import FINDINGS_SCHEMA, records_of
         from spark_jobs.range_validation import pair_ranges_task as task
 
-        shares = balanced_shares(ranges, lambda r: r.source_end - r.source_start + r.target_end - r.target_start,
-                                 spark.sparkContext.defaultParallelism)
+        shares = balanced_shares(ranges, records_of, spark.sparkContext.defaultParallelism)
         rows = (spark.range(0, len(shares), 1, len(shares))
                 .mapInArrow(lambda batches: task(batches, source_config, target_config, shares, fraction, untimed),
                             FINDINGS_SCHEMA)

@@ -10,6 +10,7 @@ from mirror_engine.kafka.acls import (
     read_acls,
     topic_write_fence,
 )
+from mirror_engine.kafka.batches import in_batches
 from mirror_engine.kafka.clusters import (
     ClusterInfo,
     ClusterUnreachable,
@@ -109,6 +110,7 @@ __all__ = [
     "group_fence",
     "has_authorizer",
     "header_size_bound",
+    "in_batches",
     "is_engine_group",
     "list_offsets",
     "list_topic_metadata",

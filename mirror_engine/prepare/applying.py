@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -17,7 +16,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from mirror_engine.kafka import Acl, admin_client, read_acls, wait_until_served
+from mirror_engine.kafka import Acl, admin_client, in_batches, read_acls, wait_until_served
 from mirror_engine.prepare.actions import Action, ApplyResult
 
 # The KRaft controller refuses a request that would write more than 10,000 metadata records at once ("Unable to
@@ -25,25 +24,6 @@ from mirror_engine.prepare.actions import Action, ApplyResult
 # config; each new partition, changed config and ACL is one. So a plan of 1,000 topics of 10 partitions is created
 # in three requests, not refused as one.
 RECORDS_PER_REQUEST = 4_000
-
-T = TypeVar("T")
-
-
-def in_batches(items: list[T], records: Callable[[T], int]) -> Iterator[list[T]]:
-    """Consecutive slices of `items` whose records add up to at most RECORDS_PER_REQUEST (a larger item alone)."""
-    budget = RECORDS_PER_REQUEST
-    batch: list[T] = []
-    used = 0
-    for item in items:
-        cost = records(item)
-        if batch and used + cost > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(item)
-        used += cost
-    if batch:
-        yield batch
-
 
 def apply_actions(
     target_config: dict[str, str], actions: list[Action], validate_only: bool = False, timeout_s: float = 30.0,
@@ -77,7 +57,7 @@ def apply_actions(
             for a in creates
         ]
         futures: dict[str, Any] = {}
-        for batch in in_batches(new_topics, lambda t: 1 + t.num_partitions + len(t.config or {})):
+        for batch in in_batches(new_topics, lambda t: 1 + t.num_partitions + len(t.config or {}), RECORDS_PER_REQUEST):
             futures.update(admin.create_topics(batch, request_timeout=timeout_s, validate_only=validate_only))
         for name, configs in internal.items():
             try:
@@ -92,13 +72,13 @@ def apply_actions(
             settle(action, futures[action.resource])
     grows = by_kind.get("add_partitions", [])
     if grows:
-        for batch in in_batches(grows, lambda a: a.details["to"] - a.details["from"]):
+        for batch in in_batches(grows, lambda a: a.details["to"] - a.details["from"], RECORDS_PER_REQUEST):
             futures = admin.create_partitions([NewPartitions(a.resource, a.details["to"]) for a in batch],
                                               request_timeout=timeout_s, validate_only=validate_only)
             for action in batch:
                 settle(action, futures[action.resource])
     alters = by_kind.get("alter_configs", [])
-    for batch in in_batches(alters, lambda a: len(a.details["set"]) + len(a.details["delete"])):
+    for batch in in_batches(alters, lambda a: len(a.details["set"]) + len(a.details["delete"]), RECORDS_PER_REQUEST):
         resources = {_config_change(action): action for action in batch}
         futures = admin.incremental_alter_configs(list(resources), request_timeout=timeout_s,
                                                   validate_only=validate_only)
@@ -108,7 +88,7 @@ def apply_actions(
     if acl_actions and validate_only:
         result.not_attempted.extend(acl_actions)
     elif acl_actions:
-        for batch in in_batches(acl_actions, lambda _: 1):
+        for batch in in_batches(acl_actions, lambda _: 1, RECORDS_PER_REQUEST):
             bindings = {Acl(**a.details["acl"]).to_binding(): a for a in batch}
             futures = admin.create_acls(list(bindings), request_timeout=timeout_s)
             for binding, future in futures.items():

@@ -22,8 +22,12 @@ def test_never_more_shares_than_items_nor_an_empty_one():
 
 
 def test_a_validation_task_holds_a_bounded_number_of_records_at_a_time_never_less_than_one_partition():
-    from spark_jobs.range_validation import record_bounded
+    from mirror_engine.kafka import in_batches
+    from spark_jobs.range_validation import records_of
     from spark_jobs.validation import PartitionRange
+
+    def record_bounded(share: list[PartitionRange], limit: int):
+        return in_batches(share, records_of, limit)
 
     def copied(partition: int, records: int) -> PartitionRange:
         return PartitionRange("t", partition, "t", 100, 100 + records, 0, records)  # both sides: 2 x records
