@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
+from mirror_engine.kafka import admin_client, list_offsets
 from mirror_engine.replication import SyncOnDelta, produce_when_room, target_producer_settings
 
 SUMMARY_SCHEMA = "topic string, partition int, records long, written long, syncs string"
@@ -84,16 +86,14 @@ class RangeCopier:
         """Each part's state, the records already on the target past its range's start counted (the copy contract)."""
         new = [part for part in parts if (part["topic"], part["partition"]) not in self.states]
         if new:
-            consumer = Consumer({**self.target_config, "group.id": "mirror-engine-backfill"})
-            try:
-                for part in new:
-                    _low, high = consumer.get_watermark_offsets(TopicPartition(part["target_topic"], part["partition"]),
-                                                                timeout=30)
-                    self.states[(part["topic"], part["partition"])] = RangeState(
-                        part["topic"], part["partition"], part["target_topic"], part["target_start"],
-                        max(0, high - part["target_start"]))
-            finally:
-                consumer.close()
+            # The target's ends of a share's partitions in a few requests, not one per partition.
+            ends = list_offsets(admin_client(self.target_config),
+                                [TopicPartition(part["target_topic"], part["partition"]) for part in new],
+                                OffsetSpec.latest(), timeout_s=30)
+            for part in new:
+                self.states[(part["topic"], part["partition"])] = RangeState(
+                    part["topic"], part["partition"], part["target_topic"], part["target_start"],
+                    max(0, ends[(part["target_topic"], part["partition"])] - part["target_start"]))
         if self.producer is None:
             settings = target_producer_settings(self.target_config, linger_ms=20, compression="lz4",
                                                 batch_bytes=1_048_576)
