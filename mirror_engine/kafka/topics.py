@@ -107,26 +107,36 @@ def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[in
     return len(metadata.brokers), topics
 
 
+# describe_configs answers with every config of every topic, each a ConfigEntry object with its synonyms: about 33
+# KiB a topic (1,000 topics held 33 MiB at once). So topics are asked CONFIG_BATCH at a time, and of the entries
+# only those any reader here looks at are kept: the ones set somewhere (not Kafka's own default) and the few read by
+# name whatever their source.
+CONFIG_BATCH = 100
+CONFIGS_READ_BY_NAME = frozenset({"max.message.bytes", "message.timestamp.type", "cleanup.policy"})
+_DEFAULT_SOURCE = ConfigSource.DEFAULT_CONFIG.value
+
+
 def describe_topic_configs(
     admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None
 ) -> dict[str, list]:
-    """The config entries of each topic (ConfigEntry objects), in one request.
+    """The config entries of each topic (ConfigEntry objects; of those left at Kafka's default, only the ones in
+    CONFIGS_READ_BY_NAME), asked CONFIG_BATCH topics a request.
 
     The broker answers each topic on its own: one the principal lacks DESCRIBE_CONFIGS on fails with
     TOPIC_AUTHORIZATION_FAILED. With `denied` given, such topics are added there and left out of the result.
     """
-    if not names:
-        return {}
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
-    futures = admin.describe_configs(resources, request_timeout=timeout_s)
     entries = {}
-    for resource, future in futures.items():
-        try:
-            entries[resource.name] = list(future.result().values())
-        except KafkaException as error:
-            if denied is None or error.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                raise
-            denied.append(resource.name)
+    for start in range(0, len(names), CONFIG_BATCH):
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names[start:start + CONFIG_BATCH]]
+        for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+            try:
+                entries[resource.name] = [entry for entry in future.result().values()
+                                          if _source_value(entry) != _DEFAULT_SOURCE
+                                          or entry.name in CONFIGS_READ_BY_NAME]
+            except KafkaException as error:
+                if denied is None or error.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise
+                denied.append(resource.name)
     return entries
 
 
@@ -206,8 +216,11 @@ def metadata_of(client: Any, names: Collection[str], timeout_s: float = 15.0) ->
 
 # The client matches a ListOffsets answer to the partitions asked in time growing with the square of their number:
 # 10,000 partitions asked in one call took 1.2 to 1.4 s, in 20 calls of 500 sent together 0.3 s (measured on a
-# local broker), and 1,000 at once cost no more than 500.
+# local broker), and 1,000 at once cost no more than 500. Each partition asked is also a Python future until it is
+# answered (about 1.7 KiB with its lock): 20,000 of them, both ends of 10,000 partitions, held 36 MiB at once, so
+# at most LIST_OFFSETS_IN_FLIGHT calls are out at a time.
 LIST_OFFSETS_BATCH = 500
+LIST_OFFSETS_IN_FLIGHT = 4
 
 
 def list_offsets(
@@ -217,31 +230,48 @@ def list_offsets(
     """{(topic, partition): offset} for `spec`, retrying the brief errors of a just-created or moving leader."""
     deadline = time.monotonic() + timeout_s
     backoff = 0.05  # a new topic's leader answers within a few hundred ms: look again soon, then less often
+    # In requests of LIST_OFFSETS_BATCH partitions, LIST_OFFSETS_IN_FLIGHT at a time (see above), not one for all.
+    batches = [tps[start:start + LIST_OFFSETS_BATCH] for start in range(0, len(tps), LIST_OFFSETS_BATCH)]
+    offsets: dict[tuple[str, int], int] = {}
     while True:
-        # In requests of LIST_OFFSETS_BATCH partitions sent together, not one for all (see LIST_OFFSETS_BATCH).
-        asked = [admin.list_offsets({tp: spec for tp in tps[start:start + LIST_OFFSETS_BATCH]},
-                                    request_timeout=timeout_s, isolation_level=isolation_level)
-                 for start in range(0, len(tps), LIST_OFFSETS_BATCH)]
         try:
-            return {(tp.topic, tp.partition): future.result().offset
-                    for futures in asked for tp, future in futures.items()}
+            while batches:
+                asked = [admin.list_offsets({tp: spec for tp in batch}, request_timeout=timeout_s,
+                                            isolation_level=isolation_level)
+                         for batch in batches[:LIST_OFFSETS_IN_FLIGHT]]
+                offsets.update({(tp.topic, tp.partition): future.result().offset
+                                for futures in asked for tp, future in futures.items()})
+                del batches[:LIST_OFFSETS_IN_FLIGHT]
+            return offsets
         except KafkaException as error:
             if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
                 raise
             time.sleep(backoff)
             backoff = min(0.3, backoff * 2)
-            metadata_of(admin, {tp.topic for tp in tps}, timeout_s)  # refreshes the client's metadata of them
+            metadata_of(admin, {tp.topic for batch in batches for tp in batch}, timeout_s)  # refreshes them
 
 
 def wait_until_served(admin: AdminClient, names: list[str], timeout_s: float = 15.0) -> None:
-    """Topic creation returns once the controller committed it; wait until the metadata serves it too."""
+    """Topic creation returns once the controller committed it; wait until the metadata serves it too, and until
+    its partitions' leaders answer: a broker creating the logs of thousands of new partitions answers "not leader"
+    for them for seconds after the metadata names it their leader (10,000 partitions on three brokers: 1,391 of them
+    at first, none 2.6 s later), and whoever reads or writes them first would wait out that time instead. Returns
+    at the timeout all the same (the next reader retries on its own)."""
     deadline = time.monotonic() + timeout_s
     missing = set(names)
+    metadata = None
     while missing and time.monotonic() < deadline:
         metadata = admin.list_topics(timeout=5)
         missing = {n for n in missing if not _served(metadata.topics.get(n))}
         if missing:
             time.sleep(0.05)
+    if missing or metadata is None:
+        return
+    partitions = [TopicPartition(name, p) for name in set(names) for p in metadata.topics[name].partitions]
+    try:
+        list_offsets(admin, partitions, OffsetSpec.latest(), timeout_s=max(0.1, deadline - time.monotonic()))
+    except KafkaException:
+        return
 
 
 def _served(topic: Any) -> bool:

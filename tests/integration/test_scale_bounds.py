@@ -69,8 +69,8 @@ def _internal_topics_served(target: KafkaCluster, topics: InternalTopics) -> lis
             or any(p.leader < 0 for p in metadata[name].partitions.values())]
 
 
-# The admin requests counted at start-up (an admin call is a request to each broker concerned; ListOffsets are asked
-# in one call for all partitions in this test, see `_run_shape`).
+# The admin requests counted at start-up (an admin call is a request to each broker concerned; ListOffsets and
+# DescribeConfigs are asked in one call for all partitions and topics in this test, see `_run_shape`).
 COUNTED_CALLS = ("list_topics", "list_offsets", "describe_configs", "describe_topics", "describe_consumer_groups",
                  "list_consumer_groups", "create_topics", "describe_acls")
 
@@ -132,9 +132,10 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
         return real_loop(*args, **kwargs)
 
     monkeypatch.setattr(beside_the_copy, "CheckpointLoop", held_back)
-    # ListOffsets in one call whatever the count (500 partitions a call otherwise), so that a call made per partition
-    # or per topic shows as calls that grow with the shape.
+    # ListOffsets and DescribeConfigs in one call whatever the count (500 partitions and 100 topics a call otherwise),
+    # so that a call made per partition or per topic shows as calls that grow with the shape.
     monkeypatch.setattr(topics_module, "LIST_OFFSETS_BATCH", 100_000)
+    monkeypatch.setattr(topics_module, "CONFIG_BATCH", 100_000)
     flow = FlowRun(plan, source.client_config(), target.client_config())
     start = _StartCalls(monkeypatch, lambda: flow.replicator.copying.is_set())
     caplog.clear()
