@@ -64,11 +64,11 @@ class TargetTopics:
         records.spread(len(topics), [self.name(topic) for topic in topics])
         producers = records.all()
         targets = {self.name(topic) for topic in topics}
-        # Each producer's answer names every partition of the target: only its own topics' counts are kept.
-        counts = at_once(*(_partition_counts(producer, {t for t in targets if records.of(t) is producer})
-                           for producer in producers))
-        for seen in counts:
-            self.seen_at_start.update(seen)
+        # Each producer's answer names every partition of the target, as Python objects (about 15 MiB for 30,000
+        # partitions): only its own topics' counts are kept, and the producers are asked one after the other, so
+        # that one answer is held at a time, not eight (this runs beside the target's preparation).
+        for producer in producers:
+            self.seen_at_start.update(_partition_counts(producer, {t for t in targets if records.of(t) is producer})())
 
     def existing(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
