@@ -1,7 +1,8 @@
 """Reads of many topics or partitions hold a bounded share of the answer at a time: topic configs asked
 CONFIG_BATCH topics a request and kept only where a reader looks, ListOffsets at most LIST_OFFSETS_IN_FLIGHT calls
-out at once (each partition asked is a Python future until answered). The answers themselves are checked on real
-brokers by the integration tests that read configs and offsets."""
+out at once (each partition asked is a Python future until answered); and new topics are waited for until their
+leaders answer. The answers themselves are checked on real brokers by the integration tests that read configs and
+offsets."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigSource, OffsetSpec
 
-from mirror_engine.kafka import describe_topic_configs, list_offsets
+from mirror_engine.kafka import describe_topic_configs, list_offsets, wait_until_served
 from mirror_engine.kafka.topics import CONFIG_BATCH, CONFIGS_READ_BY_NAME, LIST_OFFSETS_BATCH, LIST_OFFSETS_IN_FLIGHT
 
 
@@ -83,3 +84,42 @@ def test_list_offsets_keeps_few_calls_out_at_once():
     assert offsets == {(tp.topic, tp.partition): tp.partition for tp in tps}
     assert len(admin.unread) == 11  # calls of LIST_OFFSETS_BATCH partitions
     assert admin.most_out == LIST_OFFSETS_IN_FLIGHT < 11
+
+
+class NewPartitionsAdmin:
+    """Metadata that serves the topic at once, and leaders that answer "not leader" to the first `refusals` asks
+    of their offsets, as a broker still creating the logs of thousands of new partitions does."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.asks = 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> Any:
+        partitions = {p: SimpleNamespace(leader=1, error=None) for p in range(3)}
+        return SimpleNamespace(topics={"t": SimpleNamespace(error=None, partitions=partitions)})
+
+    def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
+                     isolation_level: Any) -> dict[TopicPartition, Any]:
+        self.asks += 1
+        refuse = self.asks <= self.refusals
+
+        class Answer:
+            def result(self) -> Any:
+                if refuse:
+                    raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+                return SimpleNamespace(offset=0)
+
+        assert {(tp.topic, tp.partition) for tp in asked} == {("t", 0), ("t", 1), ("t", 2)}
+        return {tp: Answer() for tp in asked}
+
+
+def test_served_topics_wait_until_their_leaders_answer():
+    admin = NewPartitionsAdmin(refusals=2)
+    wait_until_served(admin, ["t"], timeout_s=10)  # type: ignore[arg-type]
+    assert admin.asks == 3  # asked again until the leaders answered, then no more
+
+
+def test_leaders_that_never_answer_end_the_wait_at_its_timeout():
+    admin = NewPartitionsAdmin(refusals=1_000_000)
+    wait_until_served(admin, ["t"], timeout_s=0.5)  # type: ignore[arg-type]  # returns: the next reader retries
+    assert admin.asks > 1
