@@ -125,9 +125,8 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     """The flow's copy and what runs beside it, as MM2's dedicated mode (`run_flow`); SIGTERM stops it cleanly."""
-    from mirror_engine.replication import EngineError, default_worker_id, limit_heap_arenas, run_flow
+    from mirror_engine.replication import EngineError, default_worker_id, run_flow
 
-    limit_heap_arenas()  # this process runs the engine: before any Kafka client starts its threads
     plan = load_plan_argument(args)
     overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
                  if value is not None}

@@ -11,7 +11,7 @@ from mirror_engine.replication.copy_contract import (
 )
 from mirror_engine.replication.engine import EngineError, Replicator, RunSummary, default_worker_id
 from mirror_engine.replication.flow_run import FlowRun, run_flow
-from mirror_engine.replication.memory import IdleTrim, limit_heap_arenas
+from mirror_engine.replication.memory import IdleTrim
 from mirror_engine.replication.offset_syncs import OffsetSyncWriter, PartitionSyncs, SyncOnDelta
 from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.reconcile import Reconciled, SourceWalk, TargetTail
@@ -46,7 +46,6 @@ __all__ = [
     "default_worker_id",
     "find_engine",
     "fingerprint",
-    "limit_heap_arenas",
     "periodic_work",
     "produce_when_room",
     "record_hash",

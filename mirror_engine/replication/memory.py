@@ -10,12 +10,6 @@ With thousands of partitions (a producer per hundred topics, each with its threa
 kept while copying grow to tens of MiB: at 10,000 partitions a trim in the middle of the copy gave back 5 to 44
 MiB of 190 to 260. So while records are copied the heap is trimmed too, every `BUSY_TRIM_EVERY_S`, in a thread of
 its own: a trim took 2 to 235 ms there (the machine loaded), and ctypes lets the copy's thread run meanwhile.
-
-Trimming gives back only whole free pages. glibc gives each thread that meets a busy arena an arena of its own, up
-to eight per core, and a freed block stays in the arena of the thread that allocated it, so the free space of
-librdkafka's many threads (every client has a few per broker; with 8 record producers, over a hundred) is
-scattered over a dozen arenas, in pages none of them can return. A process that runs the engine therefore caps the
-arenas first (`limit_heap_arenas`, from `mirror-engine run` and `worker`).
 """
 
 from __future__ import annotations
@@ -24,35 +18,19 @@ import ctypes
 import threading
 from collections.abc import Callable
 
-__all__ = ["BUSY_TRIM_EVERY_S", "HEAP_ARENAS", "IDLE_TRIM_AFTER_S", "IdleTrim", "limit_heap_arenas"]
+__all__ = ["BUSY_TRIM_EVERY_S", "IDLE_TRIM_AFTER_S", "IdleTrim"]
 
 IDLE_TRIM_AFTER_S = 2.0
 BUSY_TRIM_EVERY_S = 10.0
 
-# The most malloc arenas of an engine process, and glibc's mallopt() parameter that sets it (malloc.h).
-HEAP_ARENAS = 2
-M_ARENA_MAX = -8
-
-
-def _libc_function(name: str) -> Callable[..., int] | None:
-    # The C library already loaded in this process (ctypes.util.find_library would run ldconfig at start-up).
-    try:
-        function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError):  # not glibc
-        return None
-    return function
-
 
 def _malloc_trim() -> Callable[[int], int] | None:
-    return _libc_function("malloc_trim")
-
-
-def limit_heap_arenas(arenas: int = HEAP_ARENAS, mallopt: Callable[[int, int], int] | None = None) -> bool:
-    """Cap the process's malloc arenas at `arenas` (see the module docstring); True if the C library took it. Called
-    before the process builds its Kafka clients, whose threads would otherwise take arenas of their own; an arena
-    made before stays. Elsewhere than glibc it does nothing."""
-    mallopt = mallopt or _libc_function("mallopt")
-    return mallopt is not None and mallopt(M_ARENA_MAX, arenas) == 1
+    # The C library already loaded in this process (ctypes.util.find_library would run ldconfig at start-up).
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+    return trim
 
 
 class IdleTrim:

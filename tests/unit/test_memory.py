@@ -1,8 +1,7 @@
 """The engine's heap trim: once per idle spell in place, and every interval in the background while records are
-copied; the cap on its malloc arenas."""
+copied."""
 
-from mirror_engine.replication import IdleTrim, limit_heap_arenas
-from mirror_engine.replication.memory import M_ARENA_MAX
+from mirror_engine.replication import IdleTrim
 
 
 class Clock:
@@ -61,10 +60,3 @@ def test_while_copying_the_heap_is_trimmed_every_interval_in_the_background():
     clock.now = 33.0  # then idle: the idle trim, in place
     trim.check()
     assert calls == [0, 0, 0, 0] and trim.trims == 1
-
-
-def test_heap_arenas_capped_through_mallopt():
-    calls = []
-    assert limit_heap_arenas(2, mallopt=lambda parameter, value: calls.append((parameter, value)) or 1)
-    assert calls == [(M_ARENA_MAX, 2)] and M_ARENA_MAX == -8  # glibc's malloc.h
-    assert not limit_heap_arenas(2, mallopt=lambda parameter, value: 0)  # refused: said so
