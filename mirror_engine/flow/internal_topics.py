@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_engine.kafka import ENGINE_GROUP_PREFIX, describe_topic_configs, wait_until_served
+from mirror_engine.kafka import ENGINE_GROUP_PREFIX, describe_topic_configs, existing_topics, wait_until_served
 from mirror_engine.plan import HEARTBEATS_TOPIC, MigrationPlan
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def checkpoint_lease_group(plan: MigrationPlan) -> str:
 
 def ensure_internal_topics(admin: AdminClient, topics: InternalTopics, replication_factor: int = -1) -> None:
     """Create the internal topics that are missing; warn when an existing offset-syncs topic is compacted."""
-    existing = admin.list_topics(timeout=15).topics
+    existing = existing_topics(admin, topics.specs())
     missing = [
         NewTopic(name, 1, replication_factor, config=config)
         for name, config in topics.specs().items()

@@ -28,6 +28,7 @@ from mirror_engine.kafka import (
     assign_known,
     consume_available,
     decoded,
+    existing_topics,
     list_offsets,
     read_to_end,
 )
@@ -169,7 +170,7 @@ class ProgressFollower:
         a killed worker holds the topic's stable end back until the target aborts it."""
         deadline = time.monotonic() + timeout_s
         if self._consumer is None:
-            if self.topic not in self._admin.list_topics(timeout=15).topics:  # all topics: never auto-creates
+            if not existing_topics(self._admin, [self.topic]):
                 return
             self._consumer = Consumer({**self.config, "group.id": self.group_id, "enable.auto.commit": False,
                                        "isolation.level": "read_committed", "enable.partition.eof": True,

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from mirror_engine.kafka.clusters import admin_client
 from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, assign_known, consume_available
-from mirror_engine.kafka.topics import _RETRIABLE, list_offsets
+from mirror_engine.kafka.topics import _RETRIABLE, existing_topics, list_offsets
 
 __all__ = ["MALFORMED", "InternalTopicReader", "MalformedRecord", "decoded", "read_to_end"]
 
@@ -93,7 +93,7 @@ def read_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0, sin
     # Asked first, with an admin client: a consumer (it needs a group id) looks up its group's coordinator as
     # soon as it exists, which creates `__consumer_offsets` on a cluster that has none, and `plan` or a dry-run
     # must change nothing on a fresh target.
-    if topic not in admin_client(config).list_topics(timeout=timeout_s).topics:  # all topics: never auto-creates
+    if not existing_topics(admin_client(config), [topic], timeout_s):
         return []
     consumer = _consumer(config, group_id)
     try:
@@ -181,7 +181,7 @@ class InternalTopicReader:
         if self.exists:  # seen once: not asked again (readers poll every 50 ms; the topics are never deleted)
             present = self.topics
         else:
-            existing = self._admin.list_topics(timeout=15).topics  # all topics: never auto-creates
+            existing = existing_topics(self._admin, self.topics)
             present = [topic for topic in self.topics if topic in existing]
             self.exists = len(present) == len(self.topics)
         if not present:

@@ -8,7 +8,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
 
 from mirror_engine.kafka.clusters import admin_client
@@ -204,6 +204,30 @@ _RETRIABLE = frozenset({
     KafkaError.FENCED_LEADER_EPOCH,
     KafkaError.OFFSET_NOT_AVAILABLE,
 })
+
+
+# What DescribeTopics answers for a topic that is not there, or not there for this principal (the whole cluster's
+# metadata leaves both out alike).
+_ABSENT = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED})
+
+
+def existing_topics(admin: AdminClient, names: Collection[str], timeout_s: float = 15.0) -> set[str]:
+    """Which of `names` exist, asked for those names only (DescribeTopics never creates a topic, whatever the
+    broker's `auto.create.topics.enable`): the whole cluster's metadata costs time and memory per partition, about
+    0.1 s of the caller's CPU at 20,000 partitions, for every reader that checks one internal topic."""
+    if not names:
+        return set()
+    found = set()
+    for name, future in admin.describe_topics(TopicCollection(sorted(set(names))),
+                                              request_timeout=timeout_s).items():
+        try:
+            future.result()
+        except KafkaException as error:
+            if error.args[0].code() not in _ABSENT:
+                raise
+            continue
+        found.add(name)
+    return found
 
 
 def metadata_of(client: Any, names: Collection[str], timeout_s: float = 15.0) -> dict[str, Any]:

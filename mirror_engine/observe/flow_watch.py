@@ -8,7 +8,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.flow import ControlChannel, FlowMapping
-from mirror_engine.kafka import admin_client, list_offsets
+from mirror_engine.kafka import admin_client, existing_topics, list_offsets
 from mirror_engine.observe.status import WorkerStatusFeed, is_live
 from mirror_engine.plan import MigrationPlan
 
@@ -32,9 +32,9 @@ class FlowWatch:
     def refresh(self) -> None:
         if not self._flow_started:
             # No engine of the flow has created its internal topics yet: nothing stored to read.
-            existing = self.target_admin.list_topics(timeout=15).topics
             topics = self.mapping.topics
-            self._flow_started = topics.progress in existing and topics.offset_syncs in existing
+            wanted = [topics.progress, topics.offset_syncs]
+            self._flow_started = existing_topics(self.target_admin, wanted) == set(wanted)
             if not self._flow_started:
                 return
         self.mapping.refresh()

@@ -20,6 +20,7 @@ from mirror_engine.kafka import (
     InternalTopicReader,
     admin_client,
     decoded,
+    existing_topics,
     list_offsets,
     read_to_end,
     wait_until_served,
@@ -51,7 +52,7 @@ def last_heartbeat(target_config: dict[str, str], plan: MigrationPlan) -> Heartb
 
 def _ensure_source_topic(source_config: dict[str, str], topic: str) -> None:
     admin = admin_client(source_config)
-    if topic in admin.list_topics(timeout=15).topics:
+    if existing_topics(admin, [topic]):
         return
     # As MM2 creates it: one partition, compacted.
     future = admin.create_topics([NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})])[topic]
@@ -82,7 +83,7 @@ def measure_latency(plan: MigrationPlan, source_config: dict[str, str], target_c
 
     target_admin = admin_client(target_config)
     deadline = time.monotonic() + timeout_s
-    while replica not in target_admin.list_topics(timeout=15).topics:
+    while not existing_topics(target_admin, [replica]):
         if time.monotonic() > deadline:
             raise LatencyError(f"{replica} does not exist on the target after {timeout_s:.0f} s: is the engine "
                                "running this plan (it creates the replica within its refresh interval)?")
