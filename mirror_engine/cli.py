@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the engine's log level (default INFO); credentials are masked at every level")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    describe = commands.add_parser("describe", help="ask a cluster for its id, brokers and topic count")
+    describe = commands.add_parser("describe", help="ask a cluster for its id and broker count")
     describe.add_argument("--bootstrap", required=True)
     describe.add_argument("--alias", default="cluster")
     describe.set_defaults(handler=_cmd_describe)

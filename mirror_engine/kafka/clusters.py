@@ -22,7 +22,6 @@ class ClusterInfo:
     alias: str
     cluster_id: str
     broker_count: int
-    topic_count: int
 
 
 def admin_client(config: dict[str, str]) -> AdminClient:
@@ -30,7 +29,11 @@ def admin_client(config: dict[str, str]) -> AdminClient:
 
 
 def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0) -> ClusterInfo:
-    """Ask a cluster for its id, brokers and topics; raise ClusterUnreachable naming it if it does not answer.
+    """Ask a cluster for its id and brokers; raise ClusterUnreachable naming it if it does not answer.
+
+    DescribeCluster answers without the whole cluster's metadata (every topic and partition: 0.14 s against 0.02 s
+    at 20,000 partitions, and every command describes both clusters first); a broker before Kafka 2.8 has no
+    DescribeCluster, and the metadata also says best why a cluster does not answer.
 
     librdkafka retries a refused login or a listener speaking another protocol until the timeout and then
     says only "transport failure"; the client errors seen meanwhile (its error callback) tell why, and the
@@ -40,15 +43,21 @@ def describe_cluster(alias: str, config: dict[str, str], timeout_s: float = 10.0
     admin = AdminClient({**config, "log_level": "3", "error_cb": client_errors.append})
     deadline = time.monotonic() + timeout_s
     while True:
+        wait_s = min(1.0, max(0.1, deadline - time.monotonic()))
         try:
-            metadata = admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            answer = admin.describe_cluster(request_timeout=wait_s).result()
+            return ClusterInfo(alias, answer.cluster_id or "", len(answer.nodes))
+        except KafkaException:
+            pass
+        try:
+            metadata = admin.list_topics(timeout=wait_s)
             break
         except KafkaException as error:
             admin.poll(0.1)  # serves the error callback
             if time.monotonic() >= deadline or any(e.code() == KafkaError._AUTHENTICATION for e in client_errors):
                 raise ClusterUnreachable(_unreachable_message(alias, config, timeout_s, error, client_errors)) \
                     from error
-    return ClusterInfo(alias, metadata.cluster_id or "", len(metadata.brokers), len(metadata.topics))
+    return ClusterInfo(alias, metadata.cluster_id or "", len(metadata.brokers))
 
 
 def _unreachable_message(alias: str, config: dict[str, str], timeout_s: float, error: KafkaException,
