@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import TopicPartition
@@ -137,16 +138,32 @@ class GroupSwitcher:
                            wait: Callable[[GroupReadyToSwitch], Readiness | None]) -> GroupSwitchReport | Readiness:
         """The stored report of a switch done before; else the group's readiness checked by `wait`, which returns
         what it still waits for (nothing committed) or None once it is ready: then committed and proven."""
-        done = self._before_switch(group, fence)
-        if done is not None:
-            return done
-        waited = time.monotonic()
-        ready = self._ready_check(group, fence)
+        with self._one_report_store():
+            done = self._before_switch(group, fence)
+            if done is not None:
+                return done
+            waited = time.monotonic()
+            ready = self._ready_check(group, fence)
+            try:
+                pending = wait(ready)
+                return pending if pending is not None else self._commit_and_prove(group, ready, fence, waited)
+            finally:
+                ready.close()
+
+    @contextmanager
+    def _one_report_store(self) -> Iterator[None]:
+        """The stored reports read through one store for the whole of a switch (a batch gives its own): a switch
+        reads them before it starts, while it waits and before it stores its report, and a store of its own for each
+        read would read the whole topic again, with a new consumer, each time."""
+        if self.reports is not None:
+            yield
+            return
+        self.reports = ReportStore(self.plan, self.target_config)
         try:
-            pending = wait(ready)
-            return pending if pending is not None else self._commit_and_prove(group, ready, fence, waited)
+            yield
         finally:
-            ready.close()
+            self.reports.close()
+            self.reports = None
 
     def _before_switch(self, group: str, fence: bool) -> GroupSwitchReport | None:
         """The stored report of a switch finished before (a retried or cleared switch: committing again would move

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from mirror_engine.cutover.checkpoints import GroupTranslation, translate_group
 from mirror_engine.cutover.readiness_base import RUN_FENCE, Readiness, ReadinessCheck, acl_in_force, named
 from mirror_engine.cutover.switched import group_already_switched
+from mirror_engine.flow import FlowMapping
 from mirror_engine.kafka import (
     GroupError,
     admin_client,
@@ -71,6 +72,7 @@ class GroupReadyToSwitch(ReadinessCheck):
         self.translation: GroupTranslation | None = None
         self.stopped_at: float | None = None
         self.switched_before = False
+        self._group_mapping: FlowMapping | None = None  # the group's own partitions' mapping, without a shared watch
 
     def check(self) -> Readiness:
         group, watch = self.group, self.watch
@@ -101,8 +103,8 @@ class GroupReadyToSwitch(ReadinessCheck):
             return Readiness(False, f"group {group}: {error}")
         if not final:
             return Readiness(False, "", failed=f"group {group!r} has no committed offsets on the source")
-        watch.mapping.refresh()  # only the mapping: what a switch waits for does not depend on the rest
-        translation = translate_group(self.plan, watch.mapping, group, final)
+        mapping = self._mapping_of(final)
+        translation = translate_group(self.plan, mapping, group, final)
         self.final, self.translation = final, translation
         if translation.not_replicated:
             return Readiness(False, "", failed=f"group {group!r} reads topics this plan does not copy: "
@@ -110,10 +112,28 @@ class GroupReadyToSwitch(ReadinessCheck):
         if translation.pending:
             return Readiness(False, f"group {group}: stopped on the source; waiting for the engine to copy past "
                              + named([f"{t}[{p}] offset {o:,} (copied to "
-                                      f"{watch.mapping.copied_position(t, p) or 0:,})"
+                                      f"{mapping.copied_position(t, p) or 0:,})"
                                       for (t, p), o in sorted(translation.pending.items())]))
         return Readiness(True, f"group {group}: stopped on the source and copied past its offsets on "
                          f"{len(final)} partition(s)", detail={"group": group, "partitions": len(final)})
+
+    def _mapping_of(self, final: dict[TopicPartitionKey, int]) -> FlowMapping:
+        """The flow's mapping, refreshed (only the mapping: what a switch waits for does not depend on the rest).
+        The watch's when one was given (the groups of a batch share it); else one that keeps this group's partitions
+        only (`FlowMapping`), made anew should the group have come to read others meanwhile."""
+        if not self._owns_watch:
+            return self.watch.mapping.refresh()
+        mapping = self._group_mapping
+        if mapping is None or not mapping.partitions or not set(final) <= mapping.partitions:
+            if mapping is not None:
+                mapping.close()
+            mapping = self._group_mapping = FlowMapping(self.plan, self.target_config, final)
+        return mapping.refresh()
+
+    def close(self) -> None:
+        if self._group_mapping is not None:
+            self._group_mapping.close()
+        super().close()
 
 
 class TopicReadyToSwitch(ReadinessCheck):

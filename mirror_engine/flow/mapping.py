@@ -7,6 +7,8 @@ every progress record read, all the syncs it relies on: translation up to that p
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from confluent_kafka import Message
 
 from mirror_engine.flow.internal_topics import InternalTopics
@@ -20,10 +22,18 @@ TopicPartitionKey = tuple[str, int]
 
 
 class FlowMapping:
-    """Source-to-target offsets of one plan's flow; `refresh()` reads what the engine stored since the last call."""
+    """Source-to-target offsets of one plan's flow; `refresh()` reads what the engine stored since the last call.
 
-    def __init__(self, plan: MigrationPlan, target_config: dict[str, str]) -> None:
+    Given `partitions`, it keeps and translates those source partitions only (the others are pending to it): one
+    group's switch reads the whole flow's records all the same, but decodes the offset-syncs of its own partitions
+    only, matched by their key's bytes (MM2's binary key: one encoding per partition)."""
+
+    def __init__(self, plan: MigrationPlan, target_config: dict[str, str],
+                 partitions: Collection[TopicPartitionKey] | None = None) -> None:
         self.plan = plan
+        self.partitions = None if partitions is None else frozenset(partitions)
+        self._sync_keys = None if self.partitions is None else frozenset(
+            OffsetSync(topic, partition, 0, 0).record_key() for topic, partition in self.partitions)
         self.topics = InternalTopics.for_plan(plan)
         self.offsets = OffsetMap()
         self.progress: dict[TopicPartitionKey, PartitionProgress] = {}
@@ -56,7 +66,7 @@ class FlowMapping:
                 for message in batch:
                     if message.topic() == progress_topic:
                         self._unapplied_progress[message.key()] = message
-                    else:
+                    elif self._sync_keys is None or message.key() in self._sync_keys:
                         syncs.append(message)
                 decoded(syncs, self._add_sync)
         except TimeoutError:
@@ -64,6 +74,8 @@ class FlowMapping:
                                f"{self.topics.offset_syncs} took more than {timeout_s:.0f} s") from None
         latest, self._unapplied_progress = list(self._unapplied_progress.values()), {}
         for _message, (key, progress) in decoded(latest, self._decode):
+            if self.partitions is not None and key not in self.partitions:
+                continue
             if progress is None:
                 self.progress.pop(key, None)
                 continue

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from mirror_engine.cutover import GroupReadyToSwitch
 from mirror_engine.flow import (
     COMPACTED_SEGMENT_BYTES,
     ControlChannel,
@@ -25,7 +26,7 @@ from mirror_engine.flow import (
     load_progress,
     progress_key,
 )
-from mirror_engine.kafka import admin_client, describe_topic_configs, read_to_end
+from mirror_engine.kafka import admin_client, commit_offsets, describe_topic_configs, existing_topics, read_to_end
 from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
 from mirror_engine.observe import (
     FlowView,
@@ -332,3 +333,57 @@ def test_a_mapping_refresh_decodes_each_partitions_latest_progress_only(kafka_pa
         # All three are on one line (delta 1000): the map holds the first alone.
         partition_map = mapping.offsets.partition("orders", 0)
         assert partition_map is not None and len(partition_map) == 1
+
+
+def test_one_groups_switch_reads_the_mapping_of_its_own_partitions_and_again_when_it_grows(kafka_pair, unique_name):
+    """A switch of one group decodes the offset-syncs and progress of the group's partitions only (a flow of 10,000
+    partitions holds at least 10,000 syncs, about 15 us each to decode): it translates those as the whole mapping
+    does, and knows nothing of the others. Should the group come to read another partition before it is switched,
+    its check reads the mapping again for that one too, instead of waiting for a copy it would never see. The
+    internal topics are found by their names alone, without the whole cluster's metadata."""
+    source, target = kafka_pair
+    config = target.client_config()
+    plan = plan_from_dict(plan_dict(source, target, unique_name, name=f"only{unique_name[-8:]}"))
+    topics = InternalTopics.for_plan(plan)
+    admin = admin_client(config)
+    ensure_internal_topics(admin, topics)
+    assert existing_topics(admin, [topics.progress, topics.offset_syncs, f"{unique_name}-absent"]) == {
+        topics.progress, topics.offset_syncs}
+    topic, alias = unique_name, plan.source.alias
+    create_topics(source, [NewTopic(topic, 4, 1)])
+    records: list[Record] = []
+    for partition in range(4):  # partition p copied to 20: offsets 0..9 at 1000(p+1).., 10.. at 5000(p+1).. (a gap)
+        for upstream, downstream in ((0, 1000 * (partition + 1)), (10, 5000 * (partition + 1))):
+            sync = OffsetSync(topic, partition, upstream, downstream)
+            records.append((topics.offset_syncs, sync.record_key(), sync.record_value()))
+        progress = PartitionProgress(topic, partition, 20, 5000 * (partition + 1) + 10)
+        records.append((topics.progress, progress.key(alias), progress.value()))
+    _plain(config, records)
+
+    with FlowMapping(plan, config) as whole, FlowMapping(plan, config, [(topic, 1), (topic, 3)]) as some:
+        whole.refresh()
+        some.refresh()
+        for partition in (1, 3):
+            assert [some.translate(topic, partition, o) for o in (0, 5, 10, 15, 20)] == [
+                whole.translate(topic, partition, o) for o in (0, 5, 10, 15, 20)] == [
+                *(1000 * (partition + 1) + o for o in (0, 5)), *(5000 * (partition + 1) + o for o in (0, 5, 10))]
+            assert some.copied_position(topic, partition) == whole.copied_position(topic, partition) == 20
+        for partition in (0, 2):
+            assert whole.translate(topic, partition, 15) == 5000 * (partition + 1) + 5
+            assert some.translate(topic, partition, 15) is None and some.copied_position(topic, partition) is None
+        assert sorted(some.offsets.partitions()) == [(topic, 1), (topic, 3)]
+
+    group = f"{unique_name}-g"
+    source_admin = admin_client(source.client_config())
+    commit_offsets(source_admin, group, {(topic, 1): 5})
+    check = GroupReadyToSwitch(plan, source.client_config(), config, group)
+    try:
+        assert check.check().done
+        remote = plan.policy().format_remote_topic(alias, topic)
+        assert check.translation is not None and check.translation.translated == {(remote, 1): 2005}
+        commit_offsets(source_admin, group, {(topic, 1): 5, (topic, 2): 15})  # it read another partition
+        answer = check.check()
+        assert answer.done, answer.progress
+        assert check.translation.translated == {(remote, 1): 2005, (remote, 2): 15005}
+    finally:
+        check.close()
