@@ -83,15 +83,14 @@ class PartitionAssigner:
     def read_ahead(self) -> None:
         """What the assignment made as the engine starts will need, read while the target is prepared (by the single
         engine, which then assigns itself every partition of the plan): the plan's partitions on the source, their
-        bounds and their topics' ids; the consumer's metadata of those topics; their target topics' producers, each
-        with the metadata of its topics. `forget_ahead` once that assignment is made."""
+        bounds and their topics' ids; the consumer's metadata of those topics (the producers need none asked then:
+        `TargetTopics.starting_from`). `forget_ahead` once that assignment is made."""
         metadata = admin_client(self.clients.source_config).list_topics(timeout=15).topics
         topics = sorted(name for name in metadata if self.plan.replicates_topic(name))
         keys = [TopicPartition(topic, p) for topic in topics for p in metadata[topic].partitions]
-        ids, bounds, _, _ = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
-                                    lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60),
-                                    lambda: _learn_leaders(self.clients.consumer, topics),
-                                    lambda: self.targets.producers_ahead(topics))
+        ids, bounds, _ = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
+                                 lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60),
+                                 lambda: _learn_leaders(self.clients.consumer, topics))
         self.ahead = SourceAhead(ids, bounds, {(tp.topic, tp.partition) for tp in keys})
 
     def forget_ahead(self) -> None:
