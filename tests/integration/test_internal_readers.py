@@ -336,11 +336,11 @@ def test_a_mapping_refresh_decodes_each_partitions_latest_progress_only(kafka_pa
 
 
 def test_one_groups_switch_reads_the_mapping_of_its_own_partitions_and_again_when_it_grows(kafka_pair, unique_name):
-    """A switch of one group decodes the offset-syncs and progress of the group's partitions only (a flow of 10,000
-    partitions holds at least 10,000 syncs, about 15 us each to decode): it translates those as the whole mapping
-    does, and knows nothing of the others. Should the group come to read another partition before it is switched,
-    its check reads the mapping again for that one too, instead of waiting for a copy it would never see. The
-    internal topics are found by their names alone, without the whole cluster's metadata."""
+    """A switch of one group decodes the offset-syncs of the group's partitions only, and keeps only their progress
+    (a flow of 10,000 partitions holds at least 10,000 syncs, about 15 us each to decode): it translates those as the
+    whole mapping does, and knows nothing of the others. Should the group come to read another partition before it
+    is switched, its check reads the mapping again for that one too, instead of waiting for a copy it would never
+    see. The internal topics are found by their names alone, without the whole cluster's metadata."""
     source, target = kafka_pair
     config = target.client_config()
     plan = plan_from_dict(plan_dict(source, target, unique_name, name=f"only{unique_name[-8:]}"))
