@@ -24,7 +24,7 @@ from mirror_engine.cutover.checkpoint_loop import lease_holder
 from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
-from mirror_engine.kafka import GroupError, GroupState, admin_client, describe_groups
+from mirror_engine.kafka import GroupError, GroupState, admin_client, cluster_identity, describe_groups
 from mirror_engine.observe import assigned_partitions, flow_problems, partition_count
 from mirror_engine.plan import MigrationPlan
 
@@ -32,7 +32,7 @@ TopicPartitionKey = tuple[str, int]
 
 
 class ClustersAnswer(ReadinessCheck):
-    """Both clusters answer a metadata request (a cluster still starting is waited for)."""
+    """Both clusters answer (`cluster_identity`; a cluster still starting is waited for)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
         super().__init__(plan, source_config, target_config)
@@ -44,8 +44,8 @@ class ClustersAnswer(ReadinessCheck):
         answers, silent = {}, []
         for alias, admin in self._admins.items():
             try:
-                metadata = admin.list_topics(timeout=5)
-                answers[alias] = {"cluster_id": metadata.cluster_id, "brokers": len(metadata.brokers)}
+                cluster_id, brokers = cluster_identity(admin, 5)
+                answers[alias] = {"cluster_id": cluster_id, "brokers": len(brokers)}
             except KafkaException as error:
                 silent.append(f"'{alias}' at {self._bootstrap[alias]} ({error.args[0].str()})")
         if silent:

@@ -16,6 +16,7 @@ from mirror_engine.kafka.clusters import (
     ClusterUnreachable,
     SameClusterError,
     admin_client,
+    cluster_identity,
     describe_cluster,
     describe_plan_clusters,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "assign_known",
     "at_once",
     "batch_size_alone",
+    "cluster_identity",
     "commit_offsets",
     "commit_offsets_of",
     "committed_offsets",

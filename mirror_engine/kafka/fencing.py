@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AclBindingFilter, AdminClient, ConfigResource, ResourceType
 
 from mirror_engine.kafka.acls import Acl, create_acls, delete_acls
+from mirror_engine.kafka.clusters import cluster_identity
 
 __all__ = ["FENCE_OPTION", "fence_problem", "has_authorizer", "place_fence", "remove_fence"]
 
@@ -46,7 +47,7 @@ def has_authorizer(admin: AdminClient, timeout_s: float = 15.0) -> bool:
     """The cluster runs an authorizer: a broker's `authorizer.class.name` is set. (Without one, DescribeAcls
     answers an empty list, not an error: only the broker's config tells.) A principal refused the broker's
     configs is refused by an authorizer."""
-    brokers = admin.list_topics(timeout=timeout_s).brokers
+    _cluster_id, brokers = cluster_identity(admin, timeout_s)
     resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
     try:
         configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result()
