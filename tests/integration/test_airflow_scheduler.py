@@ -340,8 +340,9 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id:
         time.sleep(4)  # the engine applies it within two seconds
         produce(source, deployment.topic, [(i % 3, b"late", f"late-{i}".encode(), None, NOW + i) for i in range(600)])
         page.goto(f"{services.url}/plugin/kafka-migrations", wait_until="networkidle")
-        # The nav label is whole, not cut to "Kafka mig...".
-        assert page.get_by_text("Migrations", exact=True).count() >= 1
+        # The nav label is whole, not cut to "Kafka mig...". Airflow renders its navigation after the page's
+        # requests settle: on a busy machine that can be a moment after `networkidle`.
+        page.get_by_text("Migrations", exact=True).first.wait_for(timeout=30_000)
         row = page.frame_locator("iframe").first.locator("tr", has_text=deployment.plan_name)
         _wait_for_text(row, r"\b600 records(?!/)", 60)
         _wait_for_text(row, "not converging", 60)  # paused: the lag does not fall, so no ETA
