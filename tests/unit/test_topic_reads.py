@@ -123,3 +123,64 @@ def test_leaders_that_never_answer_end_the_wait_at_its_timeout():
     admin = NewPartitionsAdmin(refusals=1_000_000)
     wait_until_served(admin, ["t"], timeout_s=0.5)  # type: ignore[arg-type]  # returns: the next reader retries
     assert admin.asks > 1
+
+
+class FewLeadersLateAdmin:
+    """A cluster where a few partitions' leaders answer "not leader" to the first asks of their offsets, the others
+    at once; records every partition asked."""
+
+    def __init__(self, late: set[int], refusals: int) -> None:
+        self.late = late
+        self.refusals = refusals
+        self.asked: list[int] = []  # partitions, in the order asked
+        self.metadata_asks = 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> Any:
+        self.metadata_asks += 1
+        return SimpleNamespace(topics={})
+
+    def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
+                     isolation_level: Any) -> dict[TopicPartition, Any]:
+        answers = {}
+        for tp in asked:
+            self.asked.append(tp.partition)
+            refuse = tp.partition in self.late and self.asked.count(tp.partition) <= self.refusals
+            answers[tp] = _Refused() if refuse else _Answered(tp.partition)
+        return answers
+
+
+class _Refused:
+    def result(self) -> Any:
+        raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+
+
+class _Answered:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def result(self) -> Any:
+        return SimpleNamespace(offset=self.offset)
+
+
+def test_list_offsets_asks_again_only_the_partitions_whose_leader_was_not_ready():
+    partitions = 3 * LIST_OFFSETS_BATCH
+    admin = FewLeadersLateAdmin(late={1, LIST_OFFSETS_BATCH + 7, partitions - 1}, refusals=2)
+    tps = [TopicPartition(f"t{i % 7}", i) for i in range(partitions)]
+    offsets = list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=10)  # type: ignore[arg-type]
+    assert offsets == {(tp.topic, tp.partition): tp.partition for tp in tps}
+    # Every partition once, then the three late ones twice more: not the whole set again at each refusal.
+    assert len(admin.asked) == partitions + 2 * 3
+    assert sorted(admin.asked[partitions:]) == sorted(2 * [1, LIST_OFFSETS_BATCH + 7, partitions - 1])
+    assert admin.metadata_asks == 2  # their leaders looked up again before each retry
+
+
+def test_list_offsets_raises_the_leaders_refusal_once_its_time_is_out():
+    admin = FewLeadersLateAdmin(late={2}, refusals=10**6)
+    tps = [TopicPartition("t", i) for i in range(5)]
+    try:
+        list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=0.3)  # type: ignore[arg-type]
+    except KafkaException as error:
+        assert error.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION
+    else:
+        raise AssertionError("a leader that never answers must fail the read at its timeout")
+    assert admin.asked.count(0) == 1 and admin.asked.count(2) > 1
