@@ -5,8 +5,10 @@ The copy stores one progress record per moving partition every progress interval
 progress for `--partitions` partitions (as the engine writes them, one offset-sync per partition too) into a fresh
 flow's topics on the target (`--bootstrap`; the plan's source, `--source`, is never contacted). Then, in a child
 process per code tree (its tree first on the path), it opens a `FlowMapping`, reads what was there before, and
-times one `refresh()` over those intervals: wall and CPU seconds, the records read, and the partitions whose copied
-position it found. The trees alternate which goes first.
+times one `refresh()` over those intervals: wall and CPU seconds, the records read, the partitions whose copied
+position it found, and the resident set before it (the records written meanwhile are fetched ahead by the client
+as they arrive, up to its prefetch bounds) and at its peak (sampled every 10 ms). The trees alternate which goes
+first.
 
     git archive HEAD~1 mirror_engine | tar -x -C /tmp/before
     .venv/bin/python bench/mapping_refresh.py --source 127.0.0.1:9092 --bootstrap 127.0.0.1:9093 \
@@ -20,8 +22,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -77,21 +81,48 @@ def _refresh(plan_file: str) -> None:
         mapping.refresh(120)
         print("ready", flush=True)
         sys.stdin.readline()
+        rss_before = _rss_mib()
         wall, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-        read = mapping._reader.read_new  # count the records the refresh reads
+        batches = mapping._reader.new_batches  # count the records the refresh reads
         counted: list[int] = []
 
-        def counting(timeout_s: float = 30.0) -> list:
-            records = read(timeout_s)
-            counted.append(len(records))
-            return records
+        def counting(timeout_s: float = 30.0) -> Iterator[list]:
+            for batch in batches(timeout_s):
+                counted.append(len(batch))
+                yield batch
 
-        mapping._reader.read_new = counting  # type: ignore[method-assign]
+        mapping._reader.new_batches = counting  # type: ignore[method-assign]
+        peak = _RssPeak()
         mapping.refresh(120)
+        peak.stop()
         after = resource.getrusage(resource.RUSAGE_SELF)
         print(json.dumps({"seconds": time.monotonic() - wall,
                           "cpu": after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime,
-                          "records": sum(counted), "positions": len(mapping.progress)}), flush=True)
+                          "records": sum(counted), "positions": len(mapping.progress),
+                          "rss_before_mib": rss_before, "rss_peak_mib": peak.most}), flush=True)
+
+
+def _rss_mib() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _RssPeak:
+    """The largest resident set sampled every 10 ms on a thread of its own, until `stop()`."""
+
+    def __init__(self) -> None:
+        self.most = _rss_mib()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.01):
+            self.most = max(self.most, _rss_mib())
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+        self.most = max(self.most, _rss_mib())
 
 
 def main() -> None:
@@ -132,15 +163,16 @@ def main() -> None:
             print(f"sample {sample + 1} {name}: {figures}", flush=True)
     print(f"\nrefresh after {args.intervals} progress intervals of {args.partitions:,} partitions "
           f"(load average {os.getloadavg()[0]:.1f} at the end)")
-    print("| code | records read | seconds (median) | CPU s (median) | positions found |")
-    print("|---|---|---|---|---|")
+    print("| code | records read | seconds (median) | CPU s (median) | positions found "
+          "| RSS before / peak, MiB (median) |")
+    print("|---|---|---|---|---|---|")
     for name, _ in trees:
         mine = [figures for row_name, figures in rows if row_name == name]
 
         def median(key: str, mine: list[dict] = mine) -> float:
             return sorted(figures[key] for figures in mine)[len(mine) // 2]
         print(f"| {name} | {mine[0]['records']:,} | {median('seconds'):.2f} | {median('cpu'):.2f} | "
-              f"{mine[0]['positions']:,} |")
+              f"{mine[0]['positions']:,} | {median('rss_before_mib'):.0f} / {median('rss_peak_mib'):.0f} |")
 
 
 if __name__ == "__main__":

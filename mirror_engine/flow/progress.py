@@ -23,6 +23,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from mirror_engine.flow.internal_topics import InternalTopics
 from mirror_engine.kafka import (
+    SMALL_PREFETCH,
     MalformedRecord,
     admin_client,
     assign_known,
@@ -175,9 +176,8 @@ class ProgressFollower:
             self._consumer = Consumer({**self.config, "group.id": self.group_id, "enable.auto.commit": False,
                                        "isolation.level": "read_committed", "enable.partition.eof": True,
                                        # Kept open for the engine's life: a fetch at the end waits for new records
-                                       # this long instead of asking again every 10 ms, and what it fetched ahead
-                                       # of the reads stays small.
-                                       "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 4096})
+                                       # this long instead of asking again every 10 ms.
+                                       "fetch.wait.max.ms": 100, **SMALL_PREFETCH})
             # Reopened after `close()`: on from where it stopped.
             assign_known(self._consumer, [TopicPartition(self.topic, 0, self._next or OFFSET_BEGINNING)])
         partition = [TopicPartition(self.topic, 0)]

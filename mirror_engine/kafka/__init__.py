@@ -48,7 +48,7 @@ from mirror_engine.kafka.record_sizes import (
     record_size,
     varint_size,
 )
-from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, assign_known, consume_available
+from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, SMALL_PREFETCH, assign_known, consume_available
 from mirror_engine.kafka.topics import (
     DEFAULT_MAX_MESSAGE_BYTES,
     ClusterState,
@@ -76,6 +76,7 @@ __all__ = [
     "FENCE_OPTION",
     "RECORD_BATCH_OVERHEAD",
     "SHORT_FETCH_WAIT",
+    "SMALL_PREFETCH",
     "Acl",
     "ClusterInfo",
     "ClusterState",

@@ -28,7 +28,7 @@ from confluent_kafka.admin import OffsetSpec
 from pydantic import ValidationError
 
 from mirror_engine.kafka.clusters import admin_client
-from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, assign_known, consume_available
+from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, SMALL_PREFETCH, assign_known, consume_available
 from mirror_engine.kafka.topics import _RETRIABLE, existing_topics, list_offsets
 
 __all__ = ["MALFORMED", "InternalTopicReader", "MalformedRecord", "decoded", "read_to_end"]
@@ -83,7 +83,8 @@ def _reason(error: Exception) -> str:
 
 def _consumer(config: dict[str, str], group_id: str) -> Consumer:
     return Consumer({**config, "group.id": group_id, "enable.auto.commit": False,
-                     "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT})
+                     "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
+                     **SMALL_PREFETCH})
 
 
 def read_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0, since_ms: int | None = None,

@@ -11,6 +11,13 @@ from confluent_kafka import Consumer, Message, TopicPartition
 # long instead of its default 500 ms, so the end-of-partition event (or the next record) comes at once.
 SHORT_FETCH_WAIT = {"fetch.wait.max.ms": 10}
 
+# For readers that may meet a long topic (a fresh read of a flow's offset-syncs, a checkpoint round's refresh of
+# 100,000 progress records at 10,000 partitions): what the client fetches ahead of the reads stays a few MiB. Its
+# defaults queue up to 100,000 records and 64 MiB, each record also holding a few hundred bytes of the client's own:
+# a round's refresh held 50 MiB more than the engine's copy. A full queue is looked at again after 10 ms, not the
+# client's 1 s, so a long read does not stall at each refill.
+SMALL_PREFETCH = {"queued.min.messages": 10_000, "queued.max.messages.kbytes": 4096, "fetch.queue.backoff.ms": 10}
+
 
 def consume_available(consumer: Consumer, wait_s: float, max_messages: int = 10_000) -> list[Message]:
     """The messages (records and events) that have arrived, waiting at most `wait_s` for the first one.

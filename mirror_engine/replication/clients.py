@@ -87,9 +87,16 @@ class EngineClients:
             "auto.offset.reset": "error",
             # Small fetches, asked for again soon (10 ms, not librdkafka's 1 s, once the prefetch is full):
             # each response holds its buffer until its last record is copied, so big ones pin the memory.
-            # A record larger than these is still fetched whole, alone.
-            "fetch.max.bytes": 1024 * 1024,
-            "max.partition.fetch.bytes": 256 * 1024,
+            # The prefetch bounds are looked at before a fetch, and a fetch's bytes are compressed ones: one
+            # answer of 1 MiB per broker held 100,000 small records each (10,000 partitions, three brokers: 150 MiB
+            # of fetched records and their decompressed batches at the peak); 256 KiB copied as fast (8 partitions
+            # of 100 B and 1 KiB records, `bench/soak_memory.py`). A record larger than these is still fetched
+            # whole, alone. librdkafka wants `message.max.bytes` no larger than `fetch.max.bytes`: a consumer sends
+            # no records, and only its first guess of an LZ4 batch's decompressed size is capped by it (the buffer
+            # grows as needed).
+            "fetch.max.bytes": 256 * 1024,
+            "message.max.bytes": 256 * 1024,
+            "max.partition.fetch.bytes": 128 * 1024,
             "queued.min.messages": PREFETCH_MIN_MESSAGES,
             "queued.max.messages.kbytes": PREFETCH_MAX_KBYTES,
             "fetch.queue.backoff.ms": 10,
