@@ -124,8 +124,28 @@ def describe_topic_configs(
 
     The broker answers each topic on its own: one the principal lacks DESCRIBE_CONFIGS on fails with
     TOPIC_AUTHORIZATION_FAILED. With `denied` given, such topics are added there and left out of the result.
+    Callers ask for topics they just saw in the metadata: one that the answering broker does not know yet (created
+    a moment ago, on a busy cluster whose brokers apply the change seconds apart) is asked again until `timeout_s`.
     """
-    entries = {}
+    entries: dict[str, list] = {}
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.05
+    asking = list(names)
+    while True:
+        unknown = _ask_configs(admin, asking, timeout_s, denied, entries)
+        if not unknown:
+            return entries
+        if time.monotonic() > deadline:
+            raise next(iter(unknown.values()))
+        time.sleep(backoff)
+        backoff = min(0.3, backoff * 2)
+        asking = list(unknown)
+
+
+def _ask_configs(admin: AdminClient, names: list[str], timeout_s: float, denied: list[str] | None,
+                 entries: dict[str, list]) -> dict[str, KafkaException]:
+    """Ask `names`' configs once into `entries`; the topics the broker did not know, with its answer."""
+    unknown: dict[str, KafkaException] = {}
     for start in range(0, len(names), CONFIG_BATCH):
         resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names[start:start + CONFIG_BATCH]]
         for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
@@ -134,10 +154,14 @@ def describe_topic_configs(
                                           if _source_value(entry) != _DEFAULT_SOURCE
                                           or entry.name in CONFIGS_READ_BY_NAME]
             except KafkaException as error:
-                if denied is None or error.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                code = error.args[0].code()
+                if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    unknown[resource.name] = error
+                elif denied is not None and code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    denied.append(resource.name)
+                else:
                     raise
-                denied.append(resource.name)
-    return entries
+    return unknown
 
 
 def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Reads of many topics or partitions hold a bounded share of the answer at a time: topic configs asked
 CONFIG_BATCH topics a request and kept only where a reader looks, ListOffsets at most LIST_OFFSETS_IN_FLIGHT calls
-out at once (each partition asked is a Python future until answered); and new topics are waited for until their
-leaders answer. The answers themselves are checked on real brokers by the integration tests that read configs and
-offsets."""
+out at once (each partition asked is a Python future until answered); new topics are waited for until their
+leaders answer; and a retry asks again only what answered a brief refusal (a leader not ready, a topic the
+answering broker does not know yet), until its timeout. The answers themselves are checked on real brokers by the
+integration tests that read configs and offsets."""
 
 from __future__ import annotations
 
@@ -184,3 +185,53 @@ def test_list_offsets_raises_the_leaders_refusal_once_its_time_is_out():
     else:
         raise AssertionError("a leader that never answers must fail the read at its timeout")
     assert admin.asked.count(0) == 1 and admin.asked.count(2) > 1
+
+
+class LaggingBrokerConfigAdmin(ConfigAdmin):
+    """A broker that does not know topics `late` for their first `unknown_for` asks (created a moment ago), and
+    refuses `denied_topics` to the principal."""
+
+    def __init__(self, late: set[str], unknown_for: int, denied_topics: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.late = late
+        self.unknown_for = unknown_for
+        self.denied_topics = denied_topics
+        self.asked_names: list[str] = []
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future]:
+        answers = super().describe_configs(resources, request_timeout)
+        for resource in resources:
+            self.asked_names.append(resource.name)
+            refusal = None
+            if resource.name in self.late and self.asked_names.count(resource.name) <= self.unknown_for:
+                refusal = KafkaError.UNKNOWN_TOPIC_OR_PART
+            elif resource.name in self.denied_topics:
+                refusal = KafkaError.TOPIC_AUTHORIZATION_FAILED
+            if refusal is not None:
+                future: Future = Future()
+                future.set_exception(KafkaException(KafkaError(refusal)))
+                answers[resource] = future
+        return answers
+
+
+def test_topic_configs_of_a_topic_the_broker_does_not_know_yet_are_asked_again():
+    names = [f"t{i}" for i in range(CONFIG_BATCH + 3)]
+    admin = LaggingBrokerConfigAdmin(late={"t2", f"t{CONFIG_BATCH + 1}"}, unknown_for=2,
+                                     denied_topics=frozenset({"t5"}))
+    denied: list[str] = []
+    entries = describe_topic_configs(admin, names, timeout_s=10, denied=denied)  # type: ignore[arg-type]
+    assert sorted(entries) == sorted(set(names) - {"t5"}) and denied == ["t5"]
+    # Every topic once, then only the two late ones, twice more.
+    assert len(admin.asked_names) == len(names) + 2 * 2
+    assert sorted(admin.asked_names[len(names):]) == sorted(2 * ["t2", f"t{CONFIG_BATCH + 1}"])
+
+
+def test_topic_configs_of_a_topic_never_known_fail_at_the_timeout():
+    admin = LaggingBrokerConfigAdmin(late={"gone"}, unknown_for=10**6)
+    try:
+        describe_topic_configs(admin, ["kept", "gone"], timeout_s=0.3)  # type: ignore[arg-type]
+    except KafkaException as error:
+        assert error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    else:
+        raise AssertionError("a topic the broker never knows must fail the read at its timeout")
+    assert admin.asked_names.count("kept") == 1 and admin.asked_names.count("gone") > 1
