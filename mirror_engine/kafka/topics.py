@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import string
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
@@ -116,6 +116,28 @@ CONFIGS_READ_BY_NAME = frozenset({"max.message.bytes", "message.timestamp.type",
 _DEFAULT_SOURCE = ConfigSource.DEFAULT_CONFIG.value
 
 
+Asked = TypeVar("Asked", bound=Hashable)
+
+
+def _ask_until_answered(ask: Callable[[list[Asked]], dict[Asked, KafkaException]], items: Collection[Asked],
+                        timeout_s: float, before_retry: Callable[[dict[Asked, KafkaException]], Any] | None = None,
+                        ) -> None:
+    """`ask(items)`, then `ask` again with only those it returned as briefly refused (with the refusal), until none
+    is; past `timeout_s`, the first refusal is raised. The looks come soon, then less often: a leader just elected or
+    a topic just created is known within a few hundred milliseconds on most clusters."""
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.05
+    asking = list(items)
+    while refused := ask(asking):
+        if time.monotonic() > deadline:
+            raise next(iter(refused.values()))
+        time.sleep(backoff)
+        backoff = min(0.3, backoff * 2)
+        if before_retry is not None:
+            before_retry(refused)
+        asking = list(refused)
+
+
 def describe_topic_configs(
     admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None
 ) -> dict[str, list]:
@@ -128,18 +150,8 @@ def describe_topic_configs(
     a moment ago, on a busy cluster whose brokers apply the change seconds apart) is asked again until `timeout_s`.
     """
     entries: dict[str, list] = {}
-    deadline = time.monotonic() + timeout_s
-    backoff = 0.05
-    asking = list(names)
-    while True:
-        unknown = _ask_configs(admin, asking, timeout_s, denied, entries)
-        if not unknown:
-            return entries
-        if time.monotonic() > deadline:
-            raise next(iter(unknown.values()))
-        time.sleep(backoff)
-        backoff = min(0.3, backoff * 2)
-        asking = list(unknown)
+    _ask_until_answered(lambda asking: _ask_configs(admin, asking, timeout_s, denied, entries), names, timeout_s)
+    return entries
 
 
 def _ask_configs(admin: AdminClient, names: list[str], timeout_s: float, denied: list[str] | None,
@@ -281,20 +293,16 @@ def list_offsets(
     thousands may answer "not leader" for seconds, and asking every partition again at each retry cost a request
     and a future per partition every few hundred milliseconds (10,000 partitions asked 60 times over 20 s, the
     process growing by about 4 MiB a retry)."""
-    deadline = time.monotonic() + timeout_s
-    backoff = 0.05  # a new topic's leader answers within a few hundred ms: look again soon, then less often
     offsets: dict[tuple[str, int], int] = {}
-    asking = list(tps)
-    while True:
-        failed = _ask_offsets(admin, asking, spec, timeout_s, isolation_level, offsets)
-        if not failed:
-            return offsets
-        if time.monotonic() > deadline:
-            raise next(iter(failed.values()))
-        time.sleep(backoff)
-        backoff = min(0.3, backoff * 2)
-        metadata_of(admin, {tp.topic for tp in failed}, timeout_s)  # refreshes their leaders
-        asking = list(failed)
+
+    def ask(asking: list[TopicPartition]) -> dict[TopicPartition, KafkaException]:
+        return _ask_offsets(admin, asking, spec, timeout_s, isolation_level, offsets)
+
+    def refresh_leaders(refused: dict[TopicPartition, KafkaException]) -> None:
+        metadata_of(admin, {tp.topic for tp in refused}, timeout_s)
+
+    _ask_until_answered(ask, tps, timeout_s, before_retry=refresh_leaders)
+    return offsets
 
 
 def _ask_offsets(admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, timeout_s: float,
