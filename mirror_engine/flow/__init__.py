@@ -18,10 +18,12 @@ from mirror_engine.flow.progress import (
     managed_target_topics,
     progress_key,
 )
+from mirror_engine.flow.work_units import MAX_WORK_UNITS, ensure_work_units, work_unit, work_units_topic
 
 __all__ = [
     "COMPACTED_SEGMENT_BYTES",
     "FLOW_ACTIONS",
+    "MAX_WORK_UNITS",
     "ControlChanges",
     "ControlChannel",
     "FlowMapping",
@@ -33,7 +35,10 @@ __all__ = [
     "checkpoint_lease_group",
     "engine_group_id",
     "ensure_internal_topics",
+    "ensure_work_units",
     "load_progress",
     "managed_target_topics",
     "progress_key",
+    "work_unit",
+    "work_units_topic",
 ]

@@ -69,7 +69,8 @@ class InternalTopics:
 
 
 def engine_group_id(plan: MigrationPlan) -> str:
-    """The consumer group an engine's workers form on the source to share the flow's partitions."""
+    """The consumer group an engine's workers form on the target to share the flow's work units (`work_units`); the
+    copy's consumers name it too, on the source, where they never join it (they are assigned their partitions)."""
     return f"{ENGINE_GROUP_PREFIX}{plan.name}"
 
 

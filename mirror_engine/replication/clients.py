@@ -56,7 +56,7 @@ class EngineClients:
 
     @classmethod
     def connect(cls, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
-                group_id: str, membership_settings: dict[str, Any], transactional_id: str | None,
+                group_id: str, transactional_id: str | None,
                 callbacks: ClientCallbacks) -> EngineClients:
         """Make sure the flow's internal topics exist and build every client (both clusters answered the caller).
         With a transaction, every record goes through the one producer that holds it (see `RecordProducers`)."""
@@ -104,7 +104,6 @@ class EngineClients:
             # by the client and parsed here at each interval (15 MB at 10,000 partitions). The status counts the
             # bytes it copies itself (`PartitionState.bytes_read`).
             "error_cb": callbacks.on_source_error,
-            **membership_settings,
         })
         producer = Producer(producer_settings)
         records = RecordProducers(producer, producer_settings, most=1 if transactional_id else MOST_PRODUCERS)

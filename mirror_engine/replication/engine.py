@@ -113,7 +113,8 @@ class Replicator:
 
     @property
     def group_id(self) -> str:
-        """The source consumer group the workers of this flow share."""
+        """The copy's consumer's group id on the source (it is assigned its partitions: it never joins the group;
+        the workers' group, over the flow's work units, is on the target)."""
         return engine_group_id(self.plan)
 
     @property
@@ -128,7 +129,6 @@ class Replicator:
             self.clusters = describe_plan_clusters(plan, self.source_config, self.target_config)
         self.clients = clients = EngineClients.connect(
             plan, self.source_config, self.target_config, group_id=self.group_id,
-            membership_settings=self.membership_kind.consumer_settings(plan.engine),
             transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
             if self.exactly_once else None,
             callbacks=ClientCallbacks(self._on_source_error, self._on_target_error))
@@ -237,8 +237,11 @@ class Replicator:
             # What the other workers store, taken as it comes: a rebalance then reads only the last moments.
             PeriodicTask("progress-follow", 1.0, self.assigner.progress.poll, 1.0),
             PeriodicTask("collect", 1.0, self._collect_garbage, 1.0),
+            # Workers: units given or taken by the group (its callbacks run here, on the copy's thread).
+            PeriodicTask("group", 0.2, self.membership.serve),
         ]
-        skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress}
+        skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress,
+                   "group": not self.membership.serves_group}
         scheduler = Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
         consume, copy = self.clients.consumer.consume, self.copier.copy
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage collector

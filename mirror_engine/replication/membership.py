@@ -1,9 +1,10 @@
 """Membership: how an engine comes to copy partitions, alone or as one worker of a group.
 
 - `SingleProcess` (`mirror-engine run`) assigns itself every partition of the plan.
-- `WorkerGroup` (`mirror-engine worker`) joins the flow's consumer group `mirror-engine.<plan>` on the
-  source with cooperative-sticky assignment and copies what Kafka's group protocol gives it; it stores
-  the progress of partitions it gives up and reads the progress of partitions it takes.
+- `WorkerGroup` (`mirror-engine worker`) joins the flow's group `mirror-engine.<plan>` on the target, over the flow's
+  work units (`mirror_engine.flow.work_units`), with cooperative-sticky assignment, and copies the source partitions
+  of the units Kafka's group protocol gives it; it stores the progress of partitions it gives up and reads the
+  progress of partitions it takes.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 
-from mirror_engine.flow import engine_group_id
-from mirror_engine.plan import EngineSpec, MigrationPlan
+from mirror_engine.flow import engine_group_id, ensure_work_units, work_unit, work_units_topic
+from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.delivery import DeliveryMode
@@ -38,6 +39,8 @@ class Membership:
     # Assigns itself every partition as it starts, as the only writer of the flow's target partitions: the target as
     # the start-up just read it is still the target then (a worker's partitions come later, others write meanwhile).
     takes_all_at_start = False
+    # Its group's callbacks are served between the copy's batches (`serve`).
+    serves_group = False
 
     def __init__(self, plan: MigrationPlan, worker_id: str, clients: EngineClients, assigner: PartitionAssigner,
                  delivery: DeliveryMode, states: dict[TopicPartitionKey, PartitionState], faults: Faults) -> None:
@@ -49,10 +52,6 @@ class Membership:
         self.states = states
         self.faults = faults
         self.records_released = 0  # records copied in partitions since given up
-
-    @staticmethod
-    def consumer_settings(engine: EngineSpec) -> dict[str, Any]:
-        return {}
 
     @staticmethod
     def transaction_member(worker_id: str) -> str:
@@ -95,6 +94,9 @@ class Membership:
     def release_all(self) -> None:
         raise NotImplementedError
 
+    def serve(self) -> None:
+        """Between the copy's batches, when `serves_group`."""
+
     def stop_topics(self, topics: set[str]) -> None:
         """Copy these topics no more (their final progress stored)."""
         raise NotImplementedError
@@ -120,13 +122,13 @@ class SingleProcess(Membership):
         """Beside workers of the same flow, a single engine would copy their partitions twice."""
         group = engine_group_id(self.plan)
         try:
-            described = self.clients.source_admin.describe_consumer_groups([group], request_timeout=10)
+            described = self.clients.target_admin.describe_consumer_groups([group], request_timeout=10)
             description = described[group].result()
         except KafkaException as error:  # no DESCRIBE on the group: nothing to learn here
             log.debug("could not describe group %s: %s", group, error)
             return
         if description.members:
-            raise EngineError(f"{len(description.members)} worker(s) of this flow run (group {group} on the source): "
+            raise EngineError(f"{len(description.members)} worker(s) of this flow run (group {group} on the target): "
                               "a single engine beside them would copy their partitions twice; start another "
                               "`mirror-engine worker` instead, or stop them first")
 
@@ -148,9 +150,15 @@ class SingleProcess(Membership):
 
 
 class WorkerGroup(Membership):
+    """The flow's workers share its partitions unit by unit (`mirror_engine.flow.work_units`): a consumer of this
+    worker's own is a member of the flow's group on the target, subscribed to the units topic (its partitions are
+    assigned paused: they hold no records); the copy's consumer is assigned the source partitions of the units held.
+    The group's callbacks run on the copy's thread, in `serve`."""
+
     mode = "worker"
     prepares_beside_others = True
     follows_progress = True
+    serves_group = True
 
     @staticmethod
     def transaction_member(worker_id: str) -> str:
@@ -158,19 +166,10 @@ class WorkerGroup(Membership):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._subscription: list[str] = []
-
-    @staticmethod
-    def consumer_settings(engine: EngineSpec) -> dict[str, Any]:
-        return {
-            "partition.assignment.strategy": "cooperative-sticky",
-            "session.timeout.ms": int(engine.session_timeout_s * 1000),
-            # A rebalance reaches every member with its next heartbeat, and a cooperative one takes two rounds
-            # (the revocation, then the assignment): at most a second apart, whatever the session.
-            "heartbeat.interval.ms": int(min(1000.0, engine.session_timeout_s * 1000 / 4)),
-            # Partitions added on the source reach the group's assignment this soon.
-            "topic.metadata.refresh.interval.ms": int(engine.refresh_interval_s * 1000),
-        }
+        self._group: Consumer | None = None  # the member, while this worker is in the group
+        self.units = 0  # the flow's units (the units topic's partitions)
+        self.held: set[int] = set()  # the units the group gave this worker
+        self._waiting_backfill: set[str] = set()  # topics whose new partitions wait for their backfill
 
     def check_no_other_kind_runs(self) -> None:
         """Beside a single engine of the same flow, workers would copy its partitions twice."""
@@ -183,64 +182,124 @@ class WorkerGroup(Membership):
                               "workers beside it would copy its partitions twice: stop it first")
 
     def acquire(self) -> None:
-        """Subscribe to the topics to copy now (again when they change: the group then rebalances)."""
+        """Join the group (once), then copy what the units held call for now: partitions added since, topics whose
+        backfill is done, the flow started again."""
         assigner = self.assigner
-        pending_backfill = {topic for topic, _ in assigner.hold_for_backfill(
+        self._waiting_backfill = {topic for topic, _ in assigner.hold_for_backfill(
             sorted(key for key in assigner.plan_partitions() if key not in assigner.stored))}
-        topics = sorted(set(assigner.source_topics) - assigner.control.switched_topics - pending_backfill)
         assigner.assign_awaiting()
-        if topics == self._subscription:
-            return
-        self._subscription = topics
-        if topics:
-            self.clients.consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                            on_lost=self._on_lost)
-        else:
-            self.clients.consumer.unsubscribe()
-        log.info("worker %s subscribed to %d topic(s) of the flow", self.worker_id, len(topics))
+        if self._group is None:
+            self._join()
+        elif self.held:
+            self._copy_units(self.held)
+
+    def serve(self) -> None:
+        """The group's callbacks (units given or taken) and its heartbeats' outcome, between the copy's batches."""
+        if self._group is not None:
+            self._group.poll(0)  # the units' partitions are paused: nothing is fetched
 
     def release_all(self) -> None:
-        self._subscription = []
-        self.clients.consumer.unsubscribe()  # the revocation stores the progress
+        self._leave_group()
 
     def stop_topics(self, topics: set[str]) -> None:
-        self.acquire()  # the group revokes the topics' partitions; the revocation stores their progress
+        keys = [key for key in self.states if key[0] in topics]
+        self.release(keys)
+        self.unassign([TopicPartition(*key) for key in keys])
 
     def leave(self) -> None:
-        self.clients.consumer.close()  # leaves the group: the revocation stores the progress of its partitions
+        self._leave_group()
 
-    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        offered = [(tp.topic, tp.partition) for tp in partitions]
-        if not offered:
-            return
-        started = time.monotonic()
-        # The previous owner stored its progress before giving the partitions up: read it now.
-        self.assigner.reload_progress(offered)
-        self.assigner.assign_new(offered)
-        log.info("worker %s took %d partition(s) from the group in %.2f s: %s", self.worker_id, len(offered),
-                 time.monotonic() - started, describe_keys(offered))
+    def close(self) -> None:
+        self.clients.consumer.close()
 
-    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        started = time.monotonic()
-        keys = [(tp.topic, tp.partition) for tp in partitions]
+    def _join(self) -> None:
+        engine = self.plan.engine
+        self.units = ensure_work_units(self.clients.target_admin, self.plan, len(self.assigner.plan_partitions()))
+        session_ms = int(engine.session_timeout_s * 1000)
+        self._group = Consumer({
+            **self.clients.target_config, "group.id": engine_group_id(self.plan), "client.id": self.worker_id,
+            "enable.auto.commit": False, "auto.offset.reset": "latest",
+            "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": session_ms,
+            # A rebalance reaches every member with its next heartbeat, and a cooperative one takes two rounds
+            # (the revocation, then the assignment): at most a second apart, whatever the session.
+            "heartbeat.interval.ms": int(min(1000, session_ms // 4)),
+        })
+        self._group.subscribe([work_units_topic(self.plan)], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                              on_lost=self._on_lost)
+        log.info("worker %s subscribed to the flow's %d work unit(s) (%d topic(s) to copy)", self.worker_id,
+                 self.units, len(self.assigner.source_topics))
+
+    def _leave_group(self) -> None:
+        """Give every partition up (their progress stored first), then leave: the others take the units at once."""
+        self._give_up(set(self.held))
+        if self._group is not None:
+            # Unsubscribing first sends the LeaveGroup (a cooperative member's close() alone may linger in the group
+            # for a session timeout); the poll serves it.
+            self._group.unsubscribe()
+            self._group.poll(0.5)
+            self._group.close()
+            self._group = None
+
+    def _due(self, units: set[int]) -> list[TopicPartitionKey]:
+        """The plan's source partitions in these units that this worker should copy and does not yet."""
+        assigner, skipped = self.assigner, self.assigner.control.switched_topics | self._waiting_backfill
+        copied = set(assigner.source_topics) - skipped
+        return sorted(key for key in assigner.plan_partitions() if key[0] in copied and key not in self.states
+                      and key not in assigner.awaiting_target and work_unit(*key, self.units) in units)
+
+    def _copy_units(self, units: set[int]) -> list[TopicPartitionKey]:
+        offered = self._due(units)
+        if offered:
+            # Their previous owner stored its progress before giving them up: read it now.
+            self.assigner.reload_progress(offered)
+            self.assigner.assign_new(offered)
+        return offered
+
+    def _give_up(self, units: set[int]) -> list[TopicPartitionKey]:
+        """Store the progress of the partitions of these units and stop copying them."""
+        self.held -= units
+        keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
         self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
-        self.unassign(partitions)
-        if keys:  # their progress stored in that time
-            log.info("worker %s gave up %d partition(s) to the group in %.2f s: %s", self.worker_id, len(keys),
-                     time.monotonic() - started, describe_keys(keys))
+        self.unassign([TopicPartition(*key) for key in keys])
+        return keys
 
-    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """The group gave these partitions to others while this worker was silent: write nothing more for them."""
-        keys = [(tp.topic, tp.partition) for tp in partitions]
+    def _on_assign(self, group: Consumer, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        started = time.monotonic()
+        # Assigned at their end and paused: the units are the assignment, the topic has no records.
+        at_end = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
+        group.incremental_assign(at_end)
+        group.pause(at_end)
+        units = {tp.partition for tp in partitions}
+        self.held |= units
+        offered = self._copy_units(units)
+        log.info("worker %s took %d partition(s) from the group in %.2f s (%d unit(s)): %s", self.worker_id,
+                 len(offered), time.monotonic() - started, len(units), describe_keys(offered))
+
+    def _on_revoke(self, group: Consumer, partitions: list[TopicPartition]) -> None:
+        started = time.monotonic()
+        units = {tp.partition for tp in partitions} & self.held
+        keys = self._give_up(units)
+        if units:  # their progress stored in that time
+            log.info("worker %s gave up %d partition(s) to the group in %.2f s (%d unit(s)): %s", self.worker_id,
+                     len(keys), time.monotonic() - started, len(units), describe_keys(keys))
+
+    def _on_lost(self, group: Consumer, partitions: list[TopicPartition]) -> None:
+        """The group gave these units to others while this worker was silent: write nothing more for them."""
+        units = {tp.partition for tp in partitions} & self.held
+        self.held -= units
+        keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
         self.assigner.forget_awaiting(keys)
         if not self.delivery.may_drop_lost(keys, self.worker_id):
             return
         for key in keys:
             lost = self.states.pop(key, None)
             self.records_released += lost.records_copied if lost else 0
-        self.unassign(partitions)
-        log.warning("worker %s lost %d partition(s) to the group: %s", self.worker_id, len(keys), describe_keys(keys))
+        self.unassign([TopicPartition(*key) for key in keys])
+        log.warning("worker %s lost %d partition(s) to the group (%d unit(s)): %s", self.worker_id, len(keys),
+                    len(units), describe_keys(keys))
 
 
 SHOWN_TOPICS = 5  # topics named in a rebalance's log line; the rest counted

@@ -267,7 +267,7 @@ def test_pause_resume_and_stop_reach_every_worker(kafka_pair, unique_name, tmp_p
                              timeout=60)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
     group = f"mirror-engine.{flow.plan.name}"
-    flow.wait(lambda: group_state(source, group)[1] == 0, "the workers to leave the group", 60)
+    flow.wait(lambda: group_state(target, group)[1] == 0, "the workers to leave the group", 60)
     flow.wait(lambda: all(s["state"] == "stopped" and not s["partitions"] for s in flow.statuses().values()),
               "both workers to report stopped with no partitions", 30)
     stopped_at = target_total()
