@@ -239,6 +239,9 @@ _RETRIABLE = frozenset({
     KafkaError.UNKNOWN_LEADER_EPOCH,
     KafkaError.FENCED_LEADER_EPOCH,
     KafkaError.OFFSET_NOT_AVAILABLE,
+    # The client's ListOffsets found no leader for any partition asked (topics just created, leaders not elected
+    # yet: 10,000 partitions created on a busy cluster).
+    KafkaError._NOENT,
 })
 
 

@@ -99,7 +99,9 @@ class Membership:
 
     def stop_topics(self, topics: set[str]) -> None:
         """Copy these topics no more (their final progress stored)."""
-        raise NotImplementedError
+        keys = [key for key in self.states if key[0] in topics]
+        self.release(keys)
+        self.unassign([TopicPartition(*key) for key in keys])
 
     def leave(self) -> None:
         """At shutdown, before the final progress is stored."""
@@ -137,11 +139,6 @@ class SingleProcess(Membership):
 
     def release_all(self) -> None:
         keys = list(self.states)
-        self.release(keys)
-        self.unassign([TopicPartition(*key) for key in keys])
-
-    def stop_topics(self, topics: set[str]) -> None:
-        keys = [key for key in self.states if key[0] in topics]
         self.release(keys)
         self.unassign([TopicPartition(*key) for key in keys])
 
@@ -185,13 +182,14 @@ class WorkerGroup(Membership):
         """Join the group (once), then copy what the units held call for now: partitions added since, topics whose
         backfill is done, the flow started again."""
         assigner = self.assigner
+        partitions = assigner.plan_partitions()
         self._waiting_backfill = {topic for topic, _ in assigner.hold_for_backfill(
-            sorted(key for key in assigner.plan_partitions() if key not in assigner.stored))}
+            sorted(key for key in partitions if key not in assigner.stored))}
         assigner.assign_awaiting()
         if self._group is None:
-            self._join()
+            self._join(len(partitions))
         elif self.held:
-            self._copy_units(self.held)
+            self._copy_units(self.held, partitions)
 
     def serve(self) -> None:
         """The group's callbacks (units given or taken) and its heartbeats' outcome, between the copy's batches."""
@@ -201,20 +199,15 @@ class WorkerGroup(Membership):
     def release_all(self) -> None:
         self._leave_group()
 
-    def stop_topics(self, topics: set[str]) -> None:
-        keys = [key for key in self.states if key[0] in topics]
-        self.release(keys)
-        self.unassign([TopicPartition(*key) for key in keys])
-
     def leave(self) -> None:
         self._leave_group()
 
     def close(self) -> None:
         self.clients.consumer.close()
 
-    def _join(self) -> None:
+    def _join(self, partitions: int) -> None:
         engine = self.plan.engine
-        self.units = ensure_work_units(self.clients.target_admin, self.plan, len(self.assigner.plan_partitions()))
+        self.units = ensure_work_units(self.clients.target_admin, self.plan, partitions)
         session_ms = int(engine.session_timeout_s * 1000)
         self._group = Consumer({
             **self.clients.target_config, "group.id": engine_group_id(self.plan), "client.id": self.worker_id,
@@ -240,15 +233,15 @@ class WorkerGroup(Membership):
             self._group.close()
             self._group = None
 
-    def _due(self, units: set[int]) -> list[TopicPartitionKey]:
-        """The plan's source partitions in these units that this worker should copy and does not yet."""
-        assigner, skipped = self.assigner, self.assigner.control.switched_topics | self._waiting_backfill
-        copied = set(assigner.source_topics) - skipped
-        return sorted(key for key in assigner.plan_partitions() if key[0] in copied and key not in self.states
-                      and key not in assigner.awaiting_target and work_unit(*key, self.units) in units)
-
-    def _copy_units(self, units: set[int]) -> list[TopicPartitionKey]:
-        offered = self._due(units)
+    def _copy_units(self, units: set[int], partitions: set[TopicPartitionKey] | None = None
+                    ) -> list[TopicPartitionKey]:
+        """Copy the plan's source partitions (`partitions`, or as the source shows them now) of these units that
+        this worker should copy and does not yet."""
+        assigner = self.assigner
+        copied = set(assigner.source_topics) - assigner.control.switched_topics - self._waiting_backfill
+        offered = sorted(key for key in (assigner.plan_partitions() if partitions is None else partitions)
+                         if key[0] in copied and key not in self.states and key not in assigner.awaiting_target
+                         and work_unit(*key, self.units) in units)
         if offered:
             # Their previous owner stored its progress before giving them up: read it now.
             self.assigner.reload_progress(offered)

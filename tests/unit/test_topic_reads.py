@@ -130,9 +130,10 @@ class FewLeadersLateAdmin:
     """A cluster where a few partitions' leaders answer "not leader" to the first asks of their offsets, the others
     at once; records every partition asked."""
 
-    def __init__(self, late: set[int], refusals: int) -> None:
+    def __init__(self, late: set[int], refusals: int, refusal: int = KafkaError.NOT_LEADER_FOR_PARTITION) -> None:
         self.late = late
         self.refusals = refusals
+        self.refusal = refusal
         self.asked: list[int] = []  # partitions, in the order asked
         self.metadata_asks = 0
 
@@ -146,13 +147,16 @@ class FewLeadersLateAdmin:
         for tp in asked:
             self.asked.append(tp.partition)
             refuse = tp.partition in self.late and self.asked.count(tp.partition) <= self.refusals
-            answers[tp] = _Refused() if refuse else _Answered(tp.partition)
+            answers[tp] = _Refused(self.refusal) if refuse else _Answered(tp.partition)
         return answers
 
 
 class _Refused:
+    def __init__(self, code: int) -> None:
+        self.code = code
+
     def result(self) -> Any:
-        raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+        raise KafkaException(KafkaError(self.code))
 
 
 class _Answered:
@@ -173,6 +177,15 @@ def test_list_offsets_asks_again_only_the_partitions_whose_leader_was_not_ready(
     assert len(admin.asked) == partitions + 2 * 3
     assert sorted(admin.asked[partitions:]) == sorted(2 * [1, LIST_OFFSETS_BATCH + 7, partitions - 1])
     assert admin.metadata_asks == 2  # their leaders looked up again before each retry
+
+
+def test_list_offsets_asks_again_partitions_of_topics_whose_leaders_are_not_elected_yet():
+    """librdkafka answers "No leaders found" (_NOENT) for partitions whose topic was just created, before the
+    metadata names their leaders (10,000 partitions created on a busy cluster): asked again, not fatal."""
+    admin = FewLeadersLateAdmin(late={0, 1, 2}, refusals=3, refusal=KafkaError._NOENT)
+    tps = [TopicPartition("new", i) for i in range(4)]
+    assert list_offsets(admin, tps, OffsetSpec.latest(), timeout_s=10) == {  # type: ignore[arg-type]
+        ("new", i): i for i in range(4)}
 
 
 def test_list_offsets_raises_the_leaders_refusal_once_its_time_is_out():
