@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_local.cluster import KafkaCluster
-from mirror_engine.flow import FlowMapping
+from mirror_engine.flow import FlowMapping, engine_group_id, work_unit, work_units_topic
 from mirror_engine.observe import read_worker_statuses, replication_lag
 from mirror_engine.plan import MigrationPlan, plan_from_dict
 from tests.integration.kafka_data import end_offsets, produce, read_partition
@@ -134,6 +134,14 @@ def test_two_workers_share_the_flow_and_survive_kill_9_of_one(kafka_pair, unique
         flow.wait(both_copying, "both workers to own partitions and copy")
         shares = {w: {(p["topic"], p["partition"]) for p in s["partitions"]} for w, s in flow.statuses().items()}
         assert not shares["w1"] & shares["w2"], f"a partition owned twice: {shares}"
+        # The group hands out the flow's work units, on the target (one per partition for a flow this small), not
+        # the source partitions themselves; each worker copies the partitions of the units it holds.
+        units = {member.client_id: {tp.partition for tp in member.assignment.topic_partitions
+                                    if tp.topic == work_units_topic(flow.plan)}
+                 for member in AdminClient(target.client_config()).describe_consumer_groups(
+                     [engine_group_id(flow.plan)])[engine_group_id(flow.plan)].result(timeout=15).members}
+        assert sorted(units) == ["w1", "w2"] and sorted(units["w1"] | units["w2"]) == list(range(PARTITIONS)), units
+        assert {w: {work_unit(*key, PARTITIONS) for key in shares[w]} for w in units} == units
 
         # kill -9 mid-copy: no flush, no progress stored, an open transaction left behind in exactly-once mode.
         os.kill(flow.workers["w1"].pid, signal.SIGKILL)
