@@ -136,10 +136,10 @@ def test_two_workers_share_the_flow_and_survive_kill_9_of_one(kafka_pair, unique
         assert not shares["w1"] & shares["w2"], f"a partition owned twice: {shares}"
         # The group hands out the flow's work units, on the target (one per partition for a flow this small), not
         # the source partitions themselves; each worker copies the partitions of the units it holds.
+        admin, group = AdminClient(target.client_config()), engine_group_id(flow.plan)
         units = {member.client_id: {tp.partition for tp in member.assignment.topic_partitions
                                     if tp.topic == work_units_topic(flow.plan)}
-                 for member in AdminClient(target.client_config()).describe_consumer_groups(
-                     [engine_group_id(flow.plan)])[engine_group_id(flow.plan)].result(timeout=15).members}
+                 for member in admin.describe_consumer_groups([group])[group].result(timeout=15).members}
         assert sorted(units) == ["w1", "w2"] and sorted(units["w1"] | units["w2"]) == list(range(PARTITIONS)), units
         assert {w: {work_unit(*key, PARTITIONS) for key in shares[w]} for w in units} == units
 
