@@ -112,6 +112,9 @@ def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[in
 # only those any reader here looks at are kept: the ones set somewhere (not Kafka's own default) and the few read by
 # name whatever their source.
 CONFIG_BATCH = 100
+# Requests out at once: each waits a broker's answer (1,000 topics asked one request after the other took 0.5-0.6 s
+# against 0.2-0.3 s four at a time, on this project's test clusters), and each answer is held until read.
+CONFIGS_IN_FLIGHT = 4
 CONFIGS_READ_BY_NAME = frozenset({"max.message.bytes", "message.timestamp.type", "cleanup.policy"})
 _DEFAULT_SOURCE = ConfigSource.DEFAULT_CONFIG.value
 
@@ -158,9 +161,12 @@ def _ask_configs(admin: AdminClient, names: list[str], timeout_s: float, denied:
                  entries: dict[str, list]) -> dict[str, KafkaException]:
     """Ask `names`' configs once into `entries`; the topics the broker did not know, with its answer."""
     unknown: dict[str, KafkaException] = {}
-    for start in range(0, len(names), CONFIG_BATCH):
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names[start:start + CONFIG_BATCH]]
-        for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+    batches = [names[start:start + CONFIG_BATCH] for start in range(0, len(names), CONFIG_BATCH)]
+    for first in range(0, len(batches), CONFIGS_IN_FLIGHT):
+        asked = [admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name) for name in batch],
+                                        request_timeout=timeout_s)
+                 for batch in batches[first:first + CONFIGS_IN_FLIGHT]]
+        for resource, future in (item for futures in asked for item in futures.items()):
             try:
                 entries[resource.name] = [entry for entry in future.result().values()
                                           if _source_value(entry) != _DEFAULT_SOURCE
