@@ -150,7 +150,10 @@ class WorkerGroup(Membership):
     """The flow's workers share its partitions unit by unit (`mirror_engine.flow.work_units`): a consumer of this
     worker's own is a member of the flow's group on the target, subscribed to the units topic (its partitions are
     assigned paused: they hold no records); the copy's consumer is assigned the source partitions of the units held.
-    The group's callbacks run on the copy's thread, in `serve`."""
+    The group's callbacks run on the copy's thread, in `serve`. A giving up is done inside the callback (the
+    partitions' progress must be stored before another worker takes their units); a taking after it, once the
+    group's round is over: the client sends no heartbeat while a callback runs, and taking 5,000 partitions (their
+    stored progress, offsets and target ends read) took 3.4-7 s at 10,000 partitions, near the default session."""
 
     mode = "worker"
     prepares_beside_others = True
@@ -166,6 +169,7 @@ class WorkerGroup(Membership):
         self._group: Consumer | None = None  # the member, while this worker is in the group
         self.units = 0  # the flow's units (the units topic's partitions)
         self.held: set[int] = set()  # the units the group gave this worker
+        self._to_take: set[int] = set()  # of those, the units whose partitions are not taken yet (`serve`)
         self._waiting_backfill: set[str] = set()  # topics whose new partitions wait for their backfill
 
     def check_no_other_kind_runs(self) -> None:
@@ -195,6 +199,8 @@ class WorkerGroup(Membership):
         """The group's callbacks (units given or taken) and its heartbeats' outcome, between the copy's batches."""
         if self._group is not None:
             self._group.poll(0)  # the units' partitions are paused: nothing is fetched
+        if self._to_take:
+            self._take()
 
     def release_all(self) -> None:
         self._leave_group()
@@ -251,6 +257,7 @@ class WorkerGroup(Membership):
     def _give_up(self, units: set[int]) -> list[TopicPartitionKey]:
         """Store the progress of the partitions of these units and stop copying them."""
         self.held -= units
+        self._to_take -= units
         keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
         self.assigner.forget_awaiting(keys)
         self.release([key for key in keys if key in self.states])
@@ -260,13 +267,18 @@ class WorkerGroup(Membership):
     def _on_assign(self, group: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        started = time.monotonic()
         # Assigned at their end and paused: the units are the assignment, the topic has no records.
         at_end = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
         group.incremental_assign(at_end)
         group.pause(at_end)
         units = {tp.partition for tp in partitions}
         self.held |= units
+        self._to_take |= units
+
+    def _take(self) -> None:
+        """Copy the partitions of the units the group just gave this worker."""
+        started, units = time.monotonic(), self._to_take
+        self._to_take = set()
         offered = self._copy_units(units)
         log.info("worker %s took %d partition(s) from the group in %.2f s (%d unit(s)): %s", self.worker_id,
                  len(offered), time.monotonic() - started, len(units), describe_keys(offered))
@@ -283,6 +295,7 @@ class WorkerGroup(Membership):
         """The group gave these units to others while this worker was silent: write nothing more for them."""
         units = {tp.partition for tp in partitions} & self.held
         self.held -= units
+        self._to_take -= units
         keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
         self.assigner.forget_awaiting(keys)
         if not self.delivery.may_drop_lost(keys, self.worker_id):

@@ -102,14 +102,15 @@ def test_a_worker_offered_a_partition_the_target_lacks_copies_it_once_the_target
 
 
 class RebalanceWork:
-    """What the workers' group callbacks do while they run, per plan: the admin requests they send, the lines they
+    """What the workers' group callbacks (and the taking of the units they give, right after) do while they run,
+    per plan: the admin requests they send, the lines they
     log and the stored progress records they decode (each plan's workers run in threads of their own, side by side
     with other plans')."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: dict[str, list[int]] = {}  # plan -> [requests, lines, characters, progress records decoded]
         self._inside = threading.local()  # .plan: the plan whose callback runs in this thread
-        for name in ("_on_assign", "_on_revoke", "_on_lost"):
+        for name in ("_on_assign", "_take", "_on_revoke", "_on_lost"):
             monkeypatch.setattr(WorkerGroup, name, self._counted_callback(getattr(WorkerGroup, name)))
         for name in ("list_offsets", "list_topics", "describe_configs", "describe_topics", "create_partitions",
                      "create_topics", "describe_consumer_groups", "list_consumer_group_offsets"):
@@ -130,10 +131,10 @@ class RebalanceWork:
         self._lock = threading.Lock()
 
     def _counted_callback(self, callback):
-        def counted(member, consumer, partitions):
+        def counted(member, *args):
             self._inside.plan = member.plan.name
             try:
-                return callback(member, consumer, partitions)
+                return callback(member, *args)
             finally:
                 self._inside.plan = None
         return counted
@@ -209,18 +210,26 @@ def _join_and_leave(source: KafkaCluster, target: KafkaCluster, prefix: str, top
     def owned(w: str) -> set:
         assigner = getattr(workers[w], "assigner", None)  # built once the worker runs
         return set(workers[w].states) | (assigner.awaiting_target if assigner else set())
+
+    def units(w: str) -> set[int]:  # the work units the group gave the worker, their partitions taken
+        membership = getattr(workers[w], "membership", None)
+        return membership.held - membership._to_take if isinstance(membership, WorkerGroup) else set()
+
+    def all_units() -> set[int]:
+        return set(range(workers["w1"].membership.units))
     figures = {}
     try:
         threads["w1"].start()
-        wait(lambda: owned("w1") == everything, "w1 to own every partition")
+        wait(lambda: owned("w1") == everything and units("w1") == all_units(), "w1 to own every partition")
         work.take(plan.name)
         threads["w2"].start()
-        wait(lambda: owned("w2") and not owned("w1") & owned("w2") and owned("w1") | owned("w2") == everything,
-             "the join to settle")
+        # Settled: the units shared, each taken (a unit may hold none of a small flow's partitions).
+        wait(lambda: units("w2") and not units("w1") & units("w2") and units("w1") | units("w2") == all_units()
+             and not owned("w1") & owned("w2") and owned("w1") | owned("w2") == everything, "the join to settle")
         figures["join"] = work.take(plan.name)
         workers["w1"].stop()
         threads["w1"].join(60)
-        wait(lambda: owned("w2") == everything, "w2 to take every partition")
+        wait(lambda: units("w2") == all_units() and owned("w2") == everything, "w2 to take every partition")
         figures["leave"] = work.take(plan.name)
         assert producer.flush(60) == 0, "the source did not take every record"
         wait(workers["w2"].caught_up, "w2 to copy to the end", live=False)
