@@ -27,12 +27,12 @@ from __future__ import annotations
 import logging
 import time
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.cutover.checkpoints import Checkpointer, GroupSyncResult, log_round
 from mirror_engine.flow import InternalTopics, checkpoint_lease_group
-from mirror_engine.kafka import admin_client
+from mirror_engine.kafka import admin_client, hold_assignment, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.scheduler import PeriodicTask, Scheduler
 
@@ -99,21 +99,13 @@ class CheckpointLease:
     def close(self) -> None:
         """Leave the group: a standby process takes the lease over at once."""
         if not self._closed:
-            # Unsubscribing first sends the LeaveGroup (librdkafka 2.16's close() alone does not for a cooperative
-            # member without partitions: it would linger in the group for a session timeout); the poll serves it
-            # and the revocation, which drops the lease.
-            self._consumer.unsubscribe()
-            self._consumer.poll(0.5)
-            self._consumer.close()
+            leave_group(self._consumer)  # the revocation's callback drops the lease
             self._closed = True
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        # Assigned at the end and paused: the lease is the assignment, the records are not needed.
-        at_end = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
-        consumer.incremental_assign(at_end)
-        consumer.pause(at_end)
+        hold_assignment(consumer, partitions)  # the lease is the assignment, the records are not needed
         self._held = True
         log.info("checkpoint lease of plan '%s' taken by %s: this process writes the flow's checkpoints and "
                  "group offsets", self.plan.name, self.holder)

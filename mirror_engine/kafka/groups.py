@@ -7,7 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 if TYPE_CHECKING:
@@ -231,3 +238,20 @@ def commit_offsets_of(admin: AdminClient, offsets: dict[str, dict[TopicPartition
             raise KafkaException(refused[0])
 
     return _many([g for g in offsets if offsets[g]], send, settle, "committing offsets", timeout_s)
+
+
+def hold_assignment(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    """Inside a group's assignment callback, for a group whose assignment is the point (a lease, work units): the
+    partitions assigned at their end and paused, their records never fetched."""
+    at_end = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
+    consumer.incremental_assign(at_end)
+    consumer.pause(at_end)
+
+
+def leave_group(consumer: Consumer) -> None:
+    """Leave the group at once and close the member. Unsubscribing first sends the LeaveGroup (librdkafka 2.16's
+    close() alone does not for a cooperative member without partitions: it would linger in the group for a session
+    timeout); the poll serves it and the revocation's callback."""
+    consumer.unsubscribe()
+    consumer.poll(0.5)
+    consumer.close()

@@ -13,9 +13,10 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror_engine.flow import engine_group_id, ensure_work_units, work_unit, work_units_topic
+from mirror_engine.kafka import hold_assignment, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
@@ -232,11 +233,7 @@ class WorkerGroup(Membership):
         """Give every partition up (their progress stored first), then leave: the others take the units at once."""
         self._give_up(set(self.held))
         if self._group is not None:
-            # Unsubscribing first sends the LeaveGroup (a cooperative member's close() alone may linger in the group
-            # for a session timeout); the poll serves it.
-            self._group.unsubscribe()
-            self._group.poll(0.5)
-            self._group.close()
+            leave_group(self._group)
             self._group = None
 
     def _copy_units(self, units: set[int], partitions: set[TopicPartitionKey] | None = None
@@ -267,10 +264,7 @@ class WorkerGroup(Membership):
     def _on_assign(self, group: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        # Assigned at their end and paused: the units are the assignment, the topic has no records.
-        at_end = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
-        group.incremental_assign(at_end)
-        group.pause(at_end)
+        hold_assignment(group, partitions)  # the units are the assignment, the topic has no records
         units = {tp.partition for tp in partitions}
         self.held |= units
         self._to_take |= units
