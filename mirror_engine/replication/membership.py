@@ -251,12 +251,17 @@ class WorkerGroup(Membership):
             self.assigner.assign_new(offered)
         return offered
 
-    def _give_up(self, units: set[int]) -> list[TopicPartitionKey]:
-        """Store the progress of the partitions of these units and stop copying them."""
+    def _drop_units(self, units: set[int]) -> list[TopicPartitionKey]:
+        """These units are this worker's no more: their partitions (copied, or waiting for their target)."""
         self.held -= units
         self._to_take -= units
         keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
         self.assigner.forget_awaiting(keys)
+        return keys
+
+    def _give_up(self, units: set[int]) -> list[TopicPartitionKey]:
+        """Store the progress of the partitions of these units and stop copying them."""
+        keys = self._drop_units(units)
         self.release([key for key in keys if key in self.states])
         self.unassign([TopicPartition(*key) for key in keys])
         return keys
@@ -271,9 +276,9 @@ class WorkerGroup(Membership):
 
     def _take(self) -> None:
         """Copy the partitions of the units the group just gave this worker."""
-        started, units = time.monotonic(), self._to_take
-        self._to_take = set()
+        started, units = time.monotonic(), set(self._to_take)
         offered = self._copy_units(units)
+        self._to_take -= units  # taken only now (a reader of `held - _to_take` sees them once copied)
         log.info("worker %s took %d partition(s) from the group in %.2f s (%d unit(s)): %s", self.worker_id,
                  len(offered), time.monotonic() - started, len(units), describe_keys(offered))
 
@@ -288,10 +293,7 @@ class WorkerGroup(Membership):
     def _on_lost(self, group: Consumer, partitions: list[TopicPartition]) -> None:
         """The group gave these units to others while this worker was silent: write nothing more for them."""
         units = {tp.partition for tp in partitions} & self.held
-        self.held -= units
-        self._to_take -= units
-        keys = [key for key in [*self.states, *self.assigner.awaiting_target] if work_unit(*key, self.units) in units]
-        self.assigner.forget_awaiting(keys)
+        keys = self._drop_units(units)
         if not self.delivery.may_drop_lost(keys, self.worker_id):
             return
         for key in keys:
