@@ -11,7 +11,7 @@ from mirror_engine.prepare.actions import (
     to_json,
 )
 from mirror_engine.prepare.applying import apply_actions
-from mirror_engine.prepare.reading import plan_preparation
+from mirror_engine.prepare.reading import ManagedTopics, managed_now, plan_preparation
 from mirror_engine.prepare.sequence import Preparation, prepare_target
 from mirror_engine.prepare.source_access import (
     ACL_SYNC,
@@ -32,12 +32,14 @@ __all__ = [
     "ApplyResult",
     "ConfigNote",
     "Denial",
+    "ManagedTopics",
     "Preparation",
     "PreparePlan",
     "SourceAccess",
     "TargetConfigs",
     "apply_actions",
     "compute_actions",
+    "managed_now",
     "plan_preparation",
     "prepare_target",
     "render_actions",

@@ -3,6 +3,8 @@ nothing)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -94,6 +96,16 @@ def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Den
     return ClusterState(broker_count, topics, acls)
 
 
+ManagedTopics = frozenset[str] | Callable[[], frozenset[str]]
+"""The target topics the flow writes already, or how to learn them: a callable is called once, when first needed
+(the engine's start reads its stored progress, which names them, beside both clusters' state)."""
+
+
+def managed_now(managed: ManagedTopics) -> frozenset[str]:
+    """The target topics the flow writes already (learned now, if they were given as how to learn them)."""
+    return managed() if callable(managed) else managed
+
+
 def read_target_state(
     admin: AdminClient, config: dict[str, str], plan: MigrationPlan, target_topics: list[str],
     read_target_acls: bool = True, managed_topics: frozenset[str] = frozenset(), listing: Listing | None = None,
@@ -128,7 +140,7 @@ def plan_preparation(
     plan: MigrationPlan,
     source_config: dict[str, str],
     target_config: dict[str, str],
-    managed_topics: frozenset[str] = frozenset(),
+    managed_topics: ManagedTopics = frozenset(),
     best_effort: bool = False,
     target_configs: TargetConfigs | None = None,
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
@@ -143,8 +155,10 @@ def plan_preparation(
     (`target_configs`, which remembers the target's answers: pass the same one to ask once per process).
     `clusters`: both clusters as the caller just described them (`describe_plan_clusters`): not asked again.
     `ends_of_managed`: ask the ends of the managed topics' partitions too (`read_target_state`); what was read of
-    the target stays in `prepared.target`.
+    the target stays in `prepared.target`. Then `managed_topics` matter only once both clusters are read: given as
+    how to learn them, they are learned beside the reads.
     """
+    managed = functools.cache(functools.partial(managed_now, managed_topics))
     if clusters is None:
         describe_plan_clusters(plan, source_config, target_config)
     source_admin, target_admin = admin_client(source_config), admin_client(target_config)
@@ -168,8 +182,9 @@ def plan_preparation(
     remote_names = [policy.format_remote_topic(plan.source.alias, name)
                     for name in sorted(name for name in source_listing[1] if plan.replicates_topic(name))]
     source, target = at_once(read_source, lambda: read_target_state(
-        target_admin, target_config, plan, remote_names, read_target_acls=False, managed_topics=managed_topics,
-        listing=target_listing, ends_of_managed=ends_of_managed))
+        target_admin, target_config, plan, remote_names, read_target_acls=False,
+        managed_topics=frozenset() if ends_of_managed else managed(), listing=target_listing,
+        ends_of_managed=ends_of_managed))
     if not best_effort:
         asked.append(GROUP_OFFSET_SYNC)
     if plan.sync.acls and source.acls:  # the target's ACLs matter only where the source has some to carry over
@@ -177,7 +192,7 @@ def plan_preparation(
     if plan.sync.configs:
         source, adapted = adapt_source_configs(source, target_admin, target_configs or TargetConfigs())
         notes += adapted
-    prepared = compute_actions(plan, source, target, managed_topics)
+    prepared = compute_actions(plan, source, target, managed())
     prepared.target = target
     prepared.config_notes = notes
     prepared.internal_topics = {name: configs for name, configs in InternalTopics.for_plan(plan).specs().items()

@@ -20,6 +20,7 @@ right after a large `prepare` would otherwise wait tens of seconds for the inter
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from mirror_engine.kafka import ClusterInfo
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare.actions import Action, ApplyResult, PreparePlan
 from mirror_engine.prepare.applying import apply_actions
-from mirror_engine.prepare.reading import plan_preparation
+from mirror_engine.prepare.reading import ManagedTopics, plan_preparation
 from mirror_engine.prepare.target_configs import TargetConfigs
 
 
@@ -60,7 +61,7 @@ def prepare_target(
     *,
     dry_run: bool = False,
     apply: bool = False,
-    managed_topics: frozenset[str] | None = None,
+    managed_topics: ManagedTopics | None = None,
     best_effort: bool = False,
     target_configs: TargetConfigs | None = None,
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
@@ -74,15 +75,16 @@ def prepare_target(
 ) -> Preparation:
     """Read, plan, dry-run (`dry_run`) and apply (`apply`) the target's changes for `plan`; see the module doc.
 
-    `managed_topics` are the target topics the flow already copies into (read from its stored progress when not
-    given). `best_effort`, `target_configs`, `clusters` and `ends_of_managed` are `plan_preparation`'s. `kinds`
-    keeps only actions of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl");
-    `internal_topics` (without
-    `kinds`) creates the flow's internal topics that are missing with them. `more_problems` adds the
-    caller's own reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included)
+    `managed_topics` are the target topics the flow already copies into (`ManagedTopics`; read from its stored
+    progress, beside both clusters' state, when not given). `best_effort`, `target_configs`, `clusters` and
+    `ends_of_managed` are `plan_preparation`'s. `kinds` keeps only actions of those kinds ("create_topic",
+    "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without `kinds`) creates the flow's
+    internal topics that are missing with them. `more_problems` adds the caller's own reasons to refuse (they join
+    `prepared.problems`). `on_planned` sees the plan (problems included)
     before anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
-    managed = managed_target_topics(plan, target_config) if managed_topics is None else managed_topics
+    managed = functools.partial(managed_target_topics, plan, target_config) if managed_topics is None \
+        else managed_topics
     prepared = plan_preparation(plan, source_config, target_config, managed, best_effort=best_effort,
                                 target_configs=target_configs, clusters=clusters, ends_of_managed=ends_of_managed)
     if more_problems is not None:

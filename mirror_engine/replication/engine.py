@@ -191,19 +191,26 @@ class Replicator:
         # progress read afterwards includes it; read before, it would be older than the target's records.
         log.info("delivery: %s", self.delivery.describe(self.plan.engine.progress_interval_s))
         self.delivery.start()
-        # The reads of the start, at the same time: the flow's stored progress and its control topic, then the
-        # target's preparation; beside them, what the single engine's first assignment needs of the source
+        # The reads of the start, at the same time: the flow's stored progress, its control topic and the target's
+        # preparation (which needs the progress only once both clusters are read: the topics the flow writes are
+        # its own); beside them, what the single engine's first assignment needs of the source
         # (`PartitionAssigner.read_ahead`).
-        with ThreadPoolExecutor(2) as reader:
+        with ThreadPoolExecutor(3) as reader:
             ahead = reader.submit(self.assigner.read_ahead) if self.membership_kind.takes_all_at_start else None
             stored = reader.submit(self.assigner.load_progress, self.membership.follows_progress)
-            self.control.load()
+            control = reader.submit(self.control.load)
+
+            def managed() -> frozenset[str]:
+                stored.result()
+                return self.assigner.managed_topics()
+
+            copyable = self.upkeep.prepare(managed, initial=True, clusters=self.clusters) or []
             stored.result()
-            self._set_flow_state(self.control.flow_state)
-            self.assigner.follow(self.upkeep.prepare(self.assigner.managed_topics(), initial=True,
-                                                     clusters=self.clusters) or [], initial=True)
+            control.result()
             if ahead is not None:
-                ahead.result()
+                ahead.result()  # before `follow`, which lists the plan's partitions from it
+            self._set_flow_state(self.control.flow_state)
+            self.assigner.follow(copyable, initial=True)
         self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
         if self.flow_state != "stopped":

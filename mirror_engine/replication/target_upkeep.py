@@ -14,7 +14,15 @@ from dataclasses import replace
 from mirror_engine.flow import managed_target_topics
 from mirror_engine.kafka import ClusterInfo, ClusterState
 from mirror_engine.plan import MigrationPlan
-from mirror_engine.prepare import Action, PreparePlan, TargetConfigs, prepare_target, render_actions
+from mirror_engine.prepare import (
+    Action,
+    ManagedTopics,
+    PreparePlan,
+    TargetConfigs,
+    managed_now,
+    prepare_target,
+    render_actions,
+)
 from mirror_engine.replication.faults import EngineError, Faults
 
 log = logging.getLogger("mirror_engine.replication.engine")
@@ -34,7 +42,7 @@ class TargetUpkeep:
         # The target as the last preparation read it, without the topics it changed since: see `prepare`.
         self.target_read: ClusterState | None = None
 
-    def prepare(self, managed: frozenset[str], initial: bool,
+    def prepare(self, managed: ManagedTopics, initial: bool,
                 clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> list[str] | None:
         """Create or update the target's topics (idempotent); the plan's source topics that can be copied (those
         whose target topic the target refused are left out, logged and in the status; the next refresh tries
@@ -54,7 +62,7 @@ class TargetUpkeep:
                 # Another worker of the flow may have just created a topic and copied into it: its progress
                 # (committed within a progress interval) makes the topic the flow's. Look again after that.
                 time.sleep(self.plan.engine.progress_interval_s + 1)
-                managed |= managed_target_topics(self.plan, self.target_config)
+                managed = managed_now(managed) | managed_target_topics(self.plan, self.target_config)
                 continue
             if prepared.problems:
                 raise EngineError("the target is not ready for this plan:\n  " + "\n  ".join(prepared.problems))
@@ -66,7 +74,7 @@ class TargetUpkeep:
             # Another worker of the flow may have made the same change a moment earlier: plan again. A topic
             # missing when planned and there now was created by one of them: it is the flow's, even if that
             # worker has already copied records into it.
-            managed |= frozenset(action.resource for action, error in result.failed
+            managed = managed_now(managed) | frozenset(action.resource for action, error in result.failed
                                  if action.kind == "create_topic" and "already exists" in error)
             log.info("preparing the target: %s; planning again", failures)
             time.sleep(1)

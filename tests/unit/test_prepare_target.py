@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.prepare import Action, ApplyResult, PreparePlan, prepare_target
+from mirror_engine.prepare import Action, ApplyResult, PreparePlan, managed_now, prepare_target
 from mirror_engine.prepare import sequence as sequence_module
 
 PLAN = plan_from_dict({
@@ -32,7 +32,7 @@ class Target:
 
     def plan_preparation(self, plan, source_config, target_config, managed, best_effort=False,
                          target_configs=None, clusters=None, ends_of_managed=False) -> PreparePlan:
-        self.calls.append(("plan", managed, best_effort))
+        self.calls.append(("plan", managed_now(managed), best_effort))
         return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"],
                            internal_topics=dict(self.internal))
 
