@@ -19,6 +19,7 @@ from mirror_engine.kafka.clusters import (
     cluster_identity,
     describe_cluster,
     describe_plan_clusters,
+    first_connection,
 )
 from mirror_engine.kafka.concurrent_reads import at_once
 from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authorizer, place_fence, remove_fence
@@ -114,6 +115,7 @@ __all__ = [
     "desired_target_acls",
     "existing_topics",
     "fence_problem",
+    "first_connection",
     "group_fence",
     "has_authorizer",
     "header_size_bound",

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
 
-from mirror_engine.kafka.clusters import admin_client
+from mirror_engine.kafka.clusters import admin_client, first_connection
 from mirror_engine.kafka.concurrent_reads import at_once
 from mirror_engine.plan import compile_any
 
@@ -303,6 +303,11 @@ def list_offsets(
     and a future per partition every few hundred milliseconds (10,000 partitions asked 60 times over 20 s, the
     process growing by about 4 MiB a retry)."""
     offsets: dict[tuple[str, int], int] = {}
+    if not tps:
+        return offsets
+    deadline = time.monotonic() + timeout_s
+    first_connection(admin, timeout_s)
+    timeout_s = max(0.1, deadline - time.monotonic())
 
     def ask(asking: list[TopicPartition]) -> dict[TopicPartition, KafkaException]:
         return _ask_offsets(admin, asking, spec, timeout_s, isolation_level, offsets)

@@ -81,7 +81,19 @@ def test_topic_configs_asked_a_few_requests_at_once():
     assert admin.most_out == CONFIGS_IN_FLIGHT > 1
 
 
-class OffsetsAdmin:
+class ConnectingAdmin:
+    """An admin client's DescribeCluster, answered at once; what was asked, in order."""
+
+    calls: list[str]
+
+    def describe_cluster(self, request_timeout: float) -> Future:
+        self.__dict__.setdefault("calls", []).append("describe_cluster")
+        answered: Future = Future()
+        answered.set_result(SimpleNamespace(cluster_id="c", nodes=[]))
+        return answered
+
+
+class OffsetsAdmin(ConnectingAdmin):
     """Answers list_offsets; counts the calls whose answers were not all read when another call was made."""
 
     def __init__(self) -> None:
@@ -91,6 +103,7 @@ class OffsetsAdmin:
     def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
                      isolation_level: Any) -> dict[TopicPartition, Any]:
         call = len(self.unread)
+        self.__dict__.setdefault("calls", []).append("list_offsets")
         self.unread[call] = len(asked)
         self.most_out = max(self.most_out, sum(1 for left in self.unread.values() if left))
         return {tp: self._answer(call, tp.partition) for tp in asked}
@@ -115,7 +128,19 @@ def test_list_offsets_keeps_few_calls_out_at_once():
     assert admin.most_out == LIST_OFFSETS_IN_FLIGHT < 11
 
 
-class NewPartitionsAdmin:
+def test_a_clients_first_list_offsets_waits_for_its_first_connection_once():
+    """librdkafka drops the bootstrap connections once it learns the cluster's brokers; a leader's request made by a
+    fresh client then may wait a second or more (`first_connection`): the client is asked a DescribeCluster first,
+    once."""
+    admin = OffsetsAdmin()
+    tps = [TopicPartition("t", p) for p in range(3)]
+    list_offsets(admin, tps, OffsetSpec.latest())  # type: ignore[arg-type]
+    list_offsets(admin, tps, OffsetSpec.earliest())  # type: ignore[arg-type]
+    assert admin.calls == ["describe_cluster", "list_offsets", "list_offsets"]
+    assert list_offsets(OffsetsAdmin(), [], OffsetSpec.latest()) == {}  # type: ignore[arg-type]
+
+
+class NewPartitionsAdmin(ConnectingAdmin):
     """Metadata that serves the topic at once, and leaders that answer "not leader" to the first `refusals` asks
     of their offsets, as a broker still creating the logs of thousands of new partitions does."""
 
@@ -154,7 +179,7 @@ def test_leaders_that_never_answer_end_the_wait_at_its_timeout():
     assert admin.asks > 1
 
 
-class FewLeadersLateAdmin:
+class FewLeadersLateAdmin(ConnectingAdmin):
     """A cluster where a few partitions' leaders answer "not leader" to the first asks of their offsets, the others
     at once; records every partition asked."""
 
