@@ -101,3 +101,13 @@ def test_scale_benchmark_runs_at_a_tiny_size():
     for figure in ("plan", "prepare", "run: first record", "run: backlog copied", "switch-group (one group)",
                    "DAG parse", "largest status record, KiB", "engine log lines per minute"):
         assert rows[figure][0] != "-", result.stdout + result.stderr[-3000:]
+
+
+def test_fresh_client_offsets_benchmark_runs_at_a_tiny_size(kafka_pair):
+    source, _ = kafka_pair
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "fresh_client_offsets.py"), "--bootstrap",
+                             source.bootstrap, "--tries", "2", "--partitions", "4"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("at once", "connected first"))]
+    assert len(rows) == 2 and all(" of 2 " in row for row in rows), result.stdout
