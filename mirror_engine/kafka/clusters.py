@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +35,8 @@ _CONNECTED: weakref.WeakSet[AdminClient] = weakref.WeakSet()
 
 
 def first_connection(admin: AdminClient, timeout_s: float) -> None:
-    """Return once `admin` is connected to a broker of the cluster (asked once per client; a failure is left to the
-    request that follows, which meets it too and says why).
+    """Return once `admin` is connected to a broker of the cluster (looked at once per client; a failure is left to
+    the request that follows, which meets it too and says why).
 
     librdkafka (2.10 and later) drops its bootstrap servers' connections once their first answer names the cluster's
     brokers: a request to partition leaders made by a fresh client at that moment finds no broker up and waits for
@@ -44,10 +45,10 @@ def first_connection(admin: AdminClient, timeout_s: float) -> None:
     of 100 (0.02 s more)."""
     if admin in _CONNECTED:
         return
-    try:
+    # A broker before 2.8 has no DescribeCluster (its refusal comes once connected); a cluster that does not answer
+    # fails the request that follows as well.
+    with contextlib.suppress(KafkaException):
         admin.describe_cluster(request_timeout=timeout_s).result()
-    except KafkaException:
-        return  # a broker before 2.8 (no DescribeCluster: it is connected all the same), or no answer
     _CONNECTED.add(admin)
 
 
