@@ -26,8 +26,11 @@ measured by bench/cockpit_overview.py.
 `--keep DIR` works in DIR and keeps it (plans, every command's log). `--code LABEL=DIR` (repeatable) measures
 several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
-their figures are comparable as ratios on a shared, busy machine. `--trace` runs `run` through
-`startup_trace.py` and prints each start-up step.
+their figures are comparable as ratios on a shared, busy machine. `--rounds N` measures each version N times,
+alternated (columns LABEL1, LABEL2, ...): after each run its topics are deleted from the target (its copies and its
+flow's internal topics), and the next run waits for the machine to settle (the load average under 0.75 a core,
+at most `--settle` seconds), so every run meets a target of the same size; one run of a version on this machine
+can take twice as long as the next. `--trace` runs `run` through `startup_trace.py` and prints each start-up step.
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
@@ -36,6 +39,8 @@ under it. The limit is per process, so N brokers hold N times the partitions one
     .venv/bin/python bench/scale.py --shape 250x8x150 --shape 1000x10x1000 --brokers 4 --broker-heap 1g
     .venv/bin/python bench/scale.py --shape 20x4x10 --steady 10             # a quick look
     .venv/bin/python bench/scale.py --shape 250x8x150 --code before=DIR --code after   # two versions
+    .venv/bin/python bench/scale.py --shape 1000x10x1000 --no-mm2 --brokers 3 --broker-heap 1g --steady 10 \
+        --code before=DIR --code after --rounds 2                  # each twice, alternated
     .venv/bin/python bench/scale.py --shape 20x4x1 --shape 250x8x1 --workers-only    # a join and a leave
 """
 
@@ -330,10 +335,10 @@ def build_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, per_pa
 
 
 def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster, workdir: Path,
-            per_partition: int, steady_s: float, trace: bool = False) -> Figures:
+            per_partition: int, steady_s: float, trace: bool = False, drop_after: bool = False) -> Figures:
     """Every figure of one version of the engine on a shape built by `build_shape`. Each version copies into
     target topics of its own: the plan's source alias is the version's label, under the default policy
-    (`<label>.<topic>`)."""
+    (`<label>.<topic>`). `drop_after`: delete them, and the flow's internal topics, once measured."""
     figures = Figures()
     prefix = f"s{shape.total_partitions}"
     source_names = [f"{prefix}.t{i:05d}" for i in range(shape.topics)]
@@ -423,7 +428,34 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         print("\n".join(line for line in engine_log.read_text(errors="replace").splitlines()
                         if line.startswith("TRACE ")))
     figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir, code.env())
+    if drop_after:
+        drop_topics(target, [*names, *flow_topics(InternalTopics.for_plan(plan))])
     return figures
+
+
+def flow_topics(topics: InternalTopics) -> list[str]:
+    """A flow's own internal topics on the target (the heartbeats topic is every flow's: it stays)."""
+    return [topics.progress, topics.offset_syncs, topics.checkpoints, topics.control, topics.status, topics.reports]
+
+
+def drop_topics(cluster: KafkaCluster, names: list[str]) -> None:
+    """Delete these topics (those that exist), in batches."""
+    admin = AdminClient(cluster.client_config())
+    existing = [name for name in names if name in admin.list_topics(timeout=60).topics]
+    for start in range(0, len(existing), CREATE_BATCH):
+        for future in admin.delete_topics(existing[start:start + CREATE_BATCH], request_timeout=120).values():
+            future.result()
+    log.info("deleted %d topics from the target", len(existing))
+
+
+def settle(most_s: float) -> None:
+    """Wait until the load average (one minute) is under 0.75 a core, or `most_s` seconds: the brokers delete the
+    last run's logs in the background."""
+    deadline, quiet = time.monotonic() + most_s, 0.75 * (os.cpu_count() or 1)
+    time.sleep(min(10.0, most_s))
+    while os.getloadavg()[0] >= quiet and time.monotonic() < deadline:
+        time.sleep(2)
+    log.info("load average %.2f", os.getloadavg()[0])
 
 
 def checkpoint_round_seconds(plan_file: Path, env: dict[str, str]) -> float | None:
@@ -468,6 +500,7 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
          ""],
         ["copy rate vs that", *(cell(r.rate / r.raw_spread_rate if r.rate and r.raw_spread_rate else None, 2)
                                 for r in results), ""],
+        ["engine CPU to the backlog copied, s", *(cell(r.copy_cpu_s) for r in results), ""],
         ["peak RSS, MiB", *(cell(r.peak_rss_mib, 0) for r in results), "<= 250"],
         ["largest status record, KiB", *(cell(r.largest_status_kib) for r in results), "<= 64"],
         ["status written per interval, KiB", *(cell(r.status_kib_per_interval) for r in results), "< 1,024"],
@@ -500,6 +533,11 @@ def main() -> None:
                         help="a version of the engine: DIR holds its mirror_engine package (git archive COMMIT "
                              "mirror_engine | tar -x -C DIR); without DIR this checkout. Repeatable: each shape "
                              "is measured with each, in turn, on the same clusters (default: this checkout)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each version this many times, alternated, deleting each run's topics from the "
+                             "target before the next")
+    parser.add_argument("--settle", type=float, default=180.0,
+                        help="with --rounds: at most this many seconds of waiting for a quiet machine between runs")
     parser.add_argument("--workers", action="store_true",
                         help="also the workers step at each shape: two workers, one joining, one leaving "
                              "(bench/scale_workers.py)")
@@ -523,11 +561,16 @@ def main() -> None:
                 workers_step(shapes, source, target, workdir, args.records)
             for shape in shapes if not args.workers_only else []:
                 raw_rate, raw_spread_rate = build_shape(shape, source, target, args.records)
-                for code in codes if args.engine else []:
-                    figures = measure(shape, code, source, target, workdir, args.records, args.steady, args.trace)
-                    figures.raw_rate, figures.raw_spread_rate = raw_rate, raw_spread_rate
-                    columns.append((shape, code))
-                    results.append(figures)
+                for number in range(1, args.rounds + 1):
+                    for code in codes if args.engine else []:
+                        if args.rounds > 1 and (number > 1 or code is not codes[0]):
+                            settle(args.settle)
+                        run_code = code if args.rounds == 1 else Code(f"{code.label}{number}", code.path)
+                        figures = measure(shape, run_code, source, target, workdir, args.records, args.steady,
+                                          args.trace, drop_after=args.rounds > 1)
+                        figures.raw_rate, figures.raw_spread_rate = raw_rate, raw_spread_rate
+                        columns.append((shape, run_code))
+                        results.append(figures)
                 if args.mm2:
                     try:
                         mm2[shape] = measure_mm2(shape, source, target, workdir, args.records, args.mm2_tasks,
