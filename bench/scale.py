@@ -429,13 +429,10 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
                         if line.startswith("TRACE ")))
     figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir, code.env())
     if drop_after:
-        drop_topics(target, [*names, *flow_topics(InternalTopics.for_plan(plan))])
+        # The flow's own internal topics too; the heartbeats topic is every flow's: it stays.
+        internal = InternalTopics.for_plan(plan)
+        drop_topics(target, [*names, *(name for name in internal.specs() if name != internal.heartbeats)])
     return figures
-
-
-def flow_topics(topics: InternalTopics) -> list[str]:
-    """A flow's own internal topics on the target (the heartbeats topic is every flow's: it stays)."""
-    return [topics.progress, topics.offset_syncs, topics.checkpoints, topics.control, topics.status, topics.reports]
 
 
 def drop_topics(cluster: KafkaCluster, names: list[str]) -> None:
