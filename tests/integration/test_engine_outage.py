@@ -60,6 +60,10 @@ def test_a_target_outage_is_logged_once_each_way_and_copied_counts_only_acknowle
 
         restart_cluster(target)
         _wait(lambda: replicator.caught_up() and state.records_copied == 150, 90, "the rest copied after the outage")
+        # The outage's end is noticed by the engine's once-a-second look at the cluster, which may come a moment
+        # after the copy resumed: the line is awaited, not assumed already there.
+        _wait(lambda: any("answers again" in r.getMessage() for r in caplog.records), 15,
+              "the engine's answers-again line")
         replicator.stop()
         runner.join(60)
         assert [r.value for r in read_partition(target, unique_name, 0)][:150] == [f"v{i}".encode() for i in range(150)]
