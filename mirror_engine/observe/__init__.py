@@ -20,7 +20,6 @@ from mirror_engine.observe.status import (
     STATUS_PARTITIONS,
     WorkerStatusFeed,
     assigned_partitions,
-    bounded_status,
     flow_problems,
     is_live,
     partition_count,
@@ -28,6 +27,8 @@ from mirror_engine.observe.status import (
     read_worker_statuses,
     render_flow_status,
     replication_lag,
+    status_record,
+    worst_first,
 )
 from mirror_engine.observe.validation_page import render_validation_page, render_validation_section
 
@@ -45,7 +46,6 @@ __all__ = [
     "WorkerStatusFeed",
     "assigned_partitions",
     "bounded",
-    "bounded_status",
     "duration",
     "flow_problems",
     "flow_state",
@@ -60,6 +60,8 @@ __all__ = [
     "render_validation_page",
     "render_validation_section",
     "replication_lag",
+    "status_record",
     "switch_summary",
     "waiting_sentence",
+    "worst_first",
 ]

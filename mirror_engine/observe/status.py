@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
+from collections.abc import Iterable
 
 from confluent_kafka import Message, TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -79,8 +80,14 @@ class WorkerStatus(BaseModel):
     assigned: dict[str, str] | None = None  # topic -> its assigned partitions as ranges ("0-7,9"), if it fit
 
 
+def worst_first(failed: bool, lag: int, lag_ms: int | None, topic: str, partition: int) -> tuple:
+    """The order in which a status names partitions: the stopped first, then the most behind (in records, then
+    in time), then by name."""
+    return (not failed, -lag, -(lag_ms or 0), topic, partition)
+
+
 def _worst_first(part: dict) -> tuple:
-    return (not part.get("failed"), -part["lag"], -(part.get("lag_ms") or 0), part["topic"], part["partition"])
+    return worst_first(bool(part.get("failed")), part["lag"], part.get("lag_ms"), part["topic"], part["partition"])
 
 
 def _ranges(numbers: list[int]) -> str:
@@ -102,20 +109,22 @@ def _parse_ranges(text: str) -> list[int]:
     return numbers
 
 
-def bounded_status(snapshot: dict, shown: int = STATUS_PARTITIONS) -> dict:
-    """The status record of a worker's snapshot: at most `shown` partitions in full (stopped first, then the most
-    behind), counts of all, and the assignment as ranges per topic while it fits ASSIGNED_BUDGET; so a record
-    stays within tens of KiB at any partition count."""
-    parts = snapshot["partitions"]
-    if len(parts) <= shown:
-        return {**snapshot, "partition_count": len(parts), "partitions_complete": True, "assigned": None}
+def status_record(summary: dict, rows: list[dict], assigned: Iterable[tuple[str, int]], count: int,
+                  shown: int = STATUS_PARTITIONS) -> dict:
+    """A worker's status record, bounded whatever its partition count: `summary` (its state and totals) with
+    `rows`, which are every partition's when there are at most `shown` of the `count` (listed in the order given),
+    else at least the `shown` that matter most (`worst_first`; only those need be built), and the assignment
+    (`assigned`: every (topic, partition)) as ranges per topic while it fits ASSIGNED_BUDGET. So a record stays
+    within tens of KiB at any partition count."""
+    if count <= shown:
+        return {**summary, "partitions": rows, "partition_count": count, "partitions_complete": True, "assigned": None}
     by_topic: dict[str, list[int]] = {}
-    for part in parts:
-        by_topic.setdefault(part["topic"], []).append(part["partition"])
-    assigned = {topic: _ranges(numbers) for topic, numbers in sorted(by_topic.items())}
-    fits = len(json.dumps(assigned)) <= ASSIGNED_BUDGET
-    return {**snapshot, "partitions": sorted(parts, key=_worst_first)[:shown], "partition_count": len(parts),
-            "partitions_complete": False, "assigned": assigned if fits else None}
+    for topic, partition in assigned:
+        by_topic.setdefault(topic, []).append(partition)
+    ranges = {topic: _ranges(numbers) for topic, numbers in sorted(by_topic.items())}
+    fits = len(json.dumps(ranges)) <= ASSIGNED_BUDGET
+    return {**summary, "partitions": sorted(rows, key=_worst_first)[:shown], "partition_count": count,
+            "partitions_complete": False, "assigned": ranges if fits else None}
 
 
 def partition_count(status: dict) -> int:

@@ -62,6 +62,14 @@ class PartitionState:
     failed_at: int = FAR  # the source offset of the record that could not be copied
     reconciled_records: int = 0  # records found on the target past the stored progress, counted as copied
     reconcile_fallback: str = ""  # why those records were not counted (copying went on from the stored progress)
+    # The status's figures as of its last interval, kept here by the status reporter so that an interval builds
+    # no structure per partition: records behind the source's end, rates since the interval before, and the
+    # counts those rates are taken from (-1: not yet, the first rate is 0).
+    lag: int = 0
+    records_per_s: float = 0.0
+    bytes_per_s: float = 0.0
+    rated_records: int = -1
+    rated_bytes: int = 0
     # The flow's offset-sync writer, told of every acknowledged record that carries a callback; and what
     # stops the partition, called with (state, reason, offset).
     offset_syncs: OffsetSyncWriter | None = None

@@ -6,6 +6,7 @@ component (sensors, the cockpit, `mirror-engine status`) sees a worker.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import time
@@ -16,7 +17,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.kafka import list_offsets
-from mirror_engine.observe import StatusServer, bounded_status
+from mirror_engine.observe import STATUS_PARTITIONS, StatusServer, status_record, worst_first
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import EngineError, Faults
@@ -46,10 +47,10 @@ class StatusReporter:
         self.flow_state = flow_state
         self.on_delivery = on_delivery
         self.clients = clients
-        self.snapshot: dict = {}
+        self._summary: dict = {}  # the last interval's status without its rows (see `snapshot`)
         self._asked_ends: dict[TopicPartitionKey, int] = {}  # source ends of partitions not fetched, asked
         self._ask_from = 0  # where the next turn of those asks starts
-        self._rate_base: tuple[float, dict[TopicPartitionKey, tuple[int, int]]] = (time.monotonic(), {})
+        self._rated_at = time.monotonic()  # when the partitions' rates were last taken
         self._server: StatusServer | None = None
 
     # ------------------------------------------------------------------ HTTP
@@ -71,16 +72,16 @@ class StatusReporter:
 
     # ------------------------------------------------------------------ lag
     def lag(self) -> dict[TopicPartitionKey, int]:
-        """Records not yet copied per partition, against the source's end as last known, at no call to the client per
-        partition (10,000 calls an interval held the copy's thread with the checkpoint loop's beside it): the end
-        listed when the partition was assigned, the end of partition the consumer reported, the records it handed
-        over, or, for a partition it does not fetch, the end last asked (`ask_unfetched_ends`)."""
-        asked = self._asked_ends
-        lags = {}
-        for key, state in self.states.items():
-            end = max(state.end_known, state.end_seen, state.produced_next, asked.get(key, -1))
-            lags[key] = max(0, end - state.copied_position())
-        return lags
+        """Records not yet copied per partition, against the source's end as last known (see `_lag_of`)."""
+        return {key: self._lag_of(key, state) for key, state in self.states.items()}
+
+    def _lag_of(self, key: TopicPartitionKey, state: PartitionState) -> int:
+        """At no call to the client per partition (10,000 calls an interval held the copy's thread with the
+        checkpoint loop's beside it), the end is the one listed when the partition was assigned, the end of
+        partition the consumer reported, the records it handed over, or, for a partition it does not fetch, the
+        end last asked (`ask_unfetched_ends`)."""
+        end = max(state.end_known, state.end_seen, state.produced_next, self._asked_ends.get(key, -1))
+        return max(0, end - state.copied_position())
 
     def ask_unfetched_ends(self) -> None:
         """The source's ends of partitions the consumer does not fetch (paused with the flow, or stopped), whose
@@ -106,61 +107,69 @@ class StatusReporter:
 
     # ------------------------------------------------------------------ snapshot
     def build(self, exiting: bool = False) -> dict:
-        """This worker's status snapshot (see `mirror_engine.observe.status`)."""
+        """This worker's status record (see `mirror_engine.observe.status`), bounded at any partition count.
+
+        An interval refreshes each partition's figures in place (`PartitionState.lag`, the rates) and builds rows
+        only for the few partitions the record lists: at 10,000 partitions, a row for each (about 8.5 MiB of
+        dicts, held beside the previous interval's) was the largest part of the engine's memory beside the copy,
+        and a third of the copy thread's time at a 2-s interval. The HTTP status builds every row when asked."""
         now_ms = int(time.time() * 1000)
         now = time.monotonic()
-        base_time, base = self._rate_base
-        elapsed = max(now - base_time, 1e-3)
+        elapsed = max(now - self._rated_at, 1e-3)
+        self._rated_at = now
         if self.states and not exiting:
             self.ask_unfetched_ends()
-        lag = self.lag() if self.states else {}
-        partitions = []
-        for key, state in sorted(self.states.items()):
-            behind = lag.get(key, 0)
-            copied_before, bytes_before = base.get(key, (state.records_copied, state.bytes_read))
-            rate = (state.records_copied - copied_before) / elapsed
-            # At most this far behind: the next record to copy is no older than the last one copied.
-            behind_ms = None if state.last_timestamp_ms < 0 else now_ms - state.last_timestamp_ms
-            partitions.append({
-                "topic": state.topic, "partition": state.partition, "target_topic": state.target_topic,
-                "position": state.copied_position(), "lag": behind, "lag_ms": behind_ms if behind else 0,
-                "records_copied": state.records_copied, "records_per_s": round(rate, 1),
-                "bytes_fetched": state.bytes_read,
-                "bytes_per_s": round((state.bytes_read - bytes_before) / elapsed, 1),
-                "catch_up_s": 0 if not behind else (round(behind / rate, 1) if rate > 0 else None),
-                "replication_latency_ms": state.latency_ms if state.latency_ms >= 0 else None,
-                "record_age_ms": state.record_age_ms if state.record_age_ms >= 0 else None,
-                "reconciled_records": state.reconciled_records,
-                "reconcile_fallback": state.reconcile_fallback or None,
-                "failed": state.failed or None,
-            })
-        self._rate_base = (now, {key: (state.records_copied, state.bytes_read)
-                                 for key, state in self.states.items()})
-        return {
-            "partition_count": len(partitions),
-            "partitions_behind": sum(1 for p in partitions if p["lag"]),
-            "partitions_stopped": sum(1 for p in partitions if p["failed"]),
+        copied = lag = behind = stopped = fallbacks = 0
+        rate = 0.0
+        for key, state in self.states.items():
+            state.lag = self._lag_of(key, state)
+            if state.rated_records >= 0:
+                state.records_per_s = round((state.records_copied - state.rated_records) / elapsed, 1)
+                state.bytes_per_s = round((state.bytes_read - state.rated_bytes) / elapsed, 1)
+            state.rated_records, state.rated_bytes = state.records_copied, state.bytes_read
+            copied += state.records_copied
+            lag += state.lag
+            rate += state.records_per_s
+            behind += state.lag > 0
+            stopped += bool(state.failed)
+            fallbacks += bool(state.reconcile_fallback)
+        self._summary = {
+            "partition_count": len(self.states), "partitions_behind": behind, "partitions_stopped": stopped,
             "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
             "worker": self.worker_id, "mode": self.mode,
             "exactly_once": self.exactly_once, "state": "exited" if exiting else self.flow_state(),
             "updated_ms": now_ms, "interval_s": self.plan.engine.status_interval_s,
             "http": self._server.url if self._server else None,
-            "records_copied": sum(p["records_copied"] for p in partitions),
-            "records_per_s": round(sum(p["records_per_s"] for p in partitions), 1),
-            "lag": sum(p["lag"] for p in partitions),
-            "reconcile_fallbacks": sum(1 for p in partitions if p["reconcile_fallback"]),
+            "records_copied": copied, "records_per_s": round(rate, 1), "lag": lag,
+            "reconcile_fallbacks": fallbacks,
             "last_error": self.faults.fatal or self.faults.last_error or None,
             # Topics not copied, for a reason the target gave (bounded: the first 20 by name, and the count).
             "blocked_topics": dict(sorted(self.faults.blocked_topics.items())[:20]),
             "blocked_topic_count": len(self.faults.blocked_topics),
-            "partitions": partitions,
         }
+        if len(self.states) <= STATUS_PARTITIONS:
+            listed = [state for _, state in sorted(self.states.items())]
+        else:
+            listed = heapq.nsmallest(STATUS_PARTITIONS, self.states.values(), key=lambda state: worst_first(
+                bool(state.failed), state.lag, _lag_ms(state, now_ms), state.topic, state.partition))
+        return status_record(self._summary, [_row(state, now_ms) for state in listed], self.states, len(self.states))
+
+    @property
+    def snapshot(self) -> dict:
+        """The last status with every partition's row, built when asked (the HTTP status and metrics): {} before
+        the first interval. Read on the HTTP server's thread: the partitions are listed at once (`list` of a dict's
+        items runs without releasing the GIL) and their figures are those of the last interval."""
+        if not self._summary:
+            return {}
+        states = sorted(list(self.states.items()))
+        now_ms = self._summary["updated_ms"]
+        return {**self._summary, "partition_count": len(states),
+                "partitions": [_row(state, now_ms) for _, state in states]}
 
     def publish(self, exiting: bool = False) -> None:
-        """Refresh the HTTP snapshot and write it to the status topic (skipped, not waited for, when the
-        producer's queue is full: the next one follows within an interval)."""
-        self.snapshot = self.build(exiting)  # every partition, served on demand by HTTP
-        payload = json.dumps(bounded_status(self.snapshot)).encode()  # the most telling ones, every interval
+        """Write this interval's status record to the status topic (skipped, not waited for, when the producer's
+        queue is full: the next one follows within an interval)."""
+        payload = json.dumps(self.build(exiting)).encode()
         try:
             self.clients.producer.produce(self.status_topic, payload, self.worker_id.encode(), 0, self.on_delivery)
         except BufferError:
@@ -202,3 +211,27 @@ class StatusReporter:
                      f", STOPPED: {state.failed}" if state.failed else "")
         if len(worst) > LOG_PARTITIONS:
             log.info("  ... and %d more partition(s) behind (see `mirror-engine status`)", len(worst) - LOG_PARTITIONS)
+
+
+def _lag_ms(state: PartitionState, now_ms: int) -> int | None:
+    """At most this far behind in time: the next record to copy is no older than the last one copied."""
+    if not state.lag:
+        return 0
+    return None if state.last_timestamp_ms < 0 else now_ms - state.last_timestamp_ms
+
+
+def _row(state: PartitionState, now_ms: int) -> dict:
+    """A partition's row of the status, from its figures as of the last interval."""
+    rate = state.records_per_s
+    return {
+        "topic": state.topic, "partition": state.partition, "target_topic": state.target_topic,
+        "position": state.copied_position(), "lag": state.lag, "lag_ms": _lag_ms(state, now_ms),
+        "records_copied": state.records_copied, "records_per_s": rate,
+        "bytes_fetched": state.bytes_read, "bytes_per_s": state.bytes_per_s,
+        "catch_up_s": 0 if not state.lag else (round(state.lag / rate, 1) if rate > 0 else None),
+        "replication_latency_ms": state.latency_ms if state.latency_ms >= 0 else None,
+        "record_age_ms": state.record_age_ms if state.record_age_ms >= 0 else None,
+        "reconciled_records": state.reconciled_records,
+        "reconcile_fallback": state.reconcile_fallback or None,
+        "failed": state.failed or None,
+    }

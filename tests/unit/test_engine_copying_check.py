@@ -6,7 +6,7 @@ import time
 from types import SimpleNamespace
 
 from mirror_engine.cutover.readiness import EngineCopying
-from mirror_engine.observe import bounded_status
+from mirror_engine.observe import status_record
 from mirror_engine.plan import plan_from_dict
 
 PLAN = plan_from_dict({"name": "p", "source": {"alias": "src", "bootstrap_servers": "127.0.0.1:1"},
@@ -17,8 +17,9 @@ def _status(worker: str, keys: list[tuple[str, int]]) -> dict:
     parts = [{"topic": t, "partition": p, "lag": 0, "lag_ms": 0, "records_per_s": 0.0, "records_copied": 0,
               "failed": None} for t, p in keys]
     now_ms = int(time.time() * 1000)
-    return bounded_status({"worker": worker, "state": "running", "mode": "worker", "updated_ms": now_ms,
-                           "interval_s": 5.0, "lag": 0, "records_per_s": 0.0, "last_error": None, "partitions": parts})
+    summary = {"worker": worker, "state": "running", "mode": "worker", "updated_ms": now_ms, "interval_s": 5.0,
+               "lag": 0, "records_per_s": 0.0, "last_error": None}
+    return status_record(summary, parts, keys, len(keys))
 
 
 def _check(planned: set[tuple[str, int]], statuses: list[dict]) -> EngineCopying:

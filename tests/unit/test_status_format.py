@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from mirror_engine.observe import flow_problems, is_live, prometheus_text, render_flow_status
+from mirror_engine.observe import flow_problems, is_live, prometheus_text, render_flow_status, status_record
 
 NOW_MS = 1_800_000_000_000
 
@@ -22,6 +22,12 @@ def status(worker: str, partitions: list[dict], state: str = "running", seen_ms_
             "state": state, "updated_ms": NOW_MS - seen_ms_ago, "interval_s": 5.0, "http": None,
             "records_copied": 100 * len(partitions), "records_per_s": 50.0 * len(partitions),
             "lag": sum(p["lag"] for p in partitions), "last_error": last_error, "partitions": partitions}
+
+
+def record_of(snapshot: dict) -> dict:
+    """The status record of a snapshot that lists every partition."""
+    parts = snapshot["partitions"]
+    return status_record(snapshot, parts, [(p["topic"], p["partition"]) for p in parts], len(parts))
 
 
 def test_metrics_parse_as_prometheus_text_with_escaped_labels():
@@ -71,18 +77,18 @@ def test_status_table_sums_lag_per_topic_over_live_workers():
 def test_a_status_record_stays_small_whatever_the_partition_count():
     import json
 
-    from mirror_engine.observe import STATUS_PARTITIONS, bounded_status
+    from mirror_engine.observe import STATUS_PARTITIONS
 
     def record_bytes(topics: int, per_topic: int) -> int:
         parts = [partition(f"orders.t{t:05d}", p, lag=t) for t in range(topics) for p in range(per_topic)]
-        return len(json.dumps(bounded_status(status("w1", parts))))
+        return len(json.dumps(record_of(status("w1", parts))))
 
     small, large = record_bytes(2, 10), record_bytes(1000, 10)  # 20 and 10,000 partitions
     assert large <= 64 * 1024
     assert large < 2 * record_bytes(10, 10) + 30 * 1024  # the assignment's ranges aside, no growth past the worst N
     assert small < large
     parts = [partition("a", p, lag=p) for p in range(200)] + [partition("b", 0, failed="gone")]
-    record = bounded_status(status("w1", parts))
+    record = record_of(status("w1", parts))
     shown = [(p["topic"], p["partition"]) for p in record["partitions"]]
     assert len(shown) == STATUS_PARTITIONS and shown[:3] == [("b", 0), ("a", 199), ("a", 198)]
     assert record["partition_count"] == 201 and not record["partitions_complete"]
@@ -90,10 +96,10 @@ def test_a_status_record_stays_small_whatever_the_partition_count():
 
 
 def test_readers_see_every_assigned_partition_and_the_count_of_a_bounded_record():
-    from mirror_engine.observe import assigned_partitions, bounded_status, partition_count
+    from mirror_engine.observe import assigned_partitions, partition_count
 
     parts = [partition("a", p) for p in (*range(0, 60), 61, *range(70, 80))]
-    record = bounded_status(status("w1", parts))
+    record = record_of(status("w1", parts))
     assert assigned_partitions(record) == {("a", p) for p in (*range(0, 60), 61, *range(70, 80))}
     assert partition_count(record) == 71
     old = status("w0", [partition("a", 0), partition("a", 1)])  # a record of a version that listed every one
