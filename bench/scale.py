@@ -30,7 +30,9 @@ their figures are comparable as ratios on a shared, busy machine. `--rounds N` m
 alternated (columns LABEL1, LABEL2, ...): after each run its topics are deleted from the target (its copies and its
 flow's internal topics), and the next run waits for the machine to settle (the load average under 0.75 a core,
 at most `--settle` seconds), so every run meets a target of the same size; one run of a version on this machine
-can take twice as long as the next. `--trace` runs `run` through `startup_trace.py` and prints each start-up step.
+can take twice as long as the next. `--quiet-launch` launches each `run` once the machine settles after `prepare`
+(the brokers here create the shape's partitions on the engine's own two cores). `--trace` runs `run` through
+`startup_trace.py` and prints each start-up step.
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
@@ -335,10 +337,12 @@ def build_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, per_pa
 
 
 def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster, workdir: Path,
-            per_partition: int, steady_s: float, trace: bool = False, drop_after: bool = False) -> Figures:
+            per_partition: int, steady_s: float, trace: bool = False, drop_after: bool = False,
+            settle_before_run_s: float = 0.0) -> Figures:
     """Every figure of one version of the engine on a shape built by `build_shape`. Each version copies into
     target topics of its own: the plan's source alias is the version's label, under the default policy
-    (`<label>.<topic>`). `drop_after`: delete them, and the flow's internal topics, once measured."""
+    (`<label>.<topic>`). `drop_after`: delete them, and the flow's internal topics, once measured.
+    `settle_before_run_s`: launch `run` once the machine settles after `prepare`, at most this long."""
     figures = Figures()
     prefix = f"s{shape.total_partitions}"
     source_names = [f"{prefix}.t{i:05d}" for i in range(shape.topics)]
@@ -359,6 +363,8 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     # `prepare` waits 15 s for the new partitions' leaders: brokers of tens of thousands of partitions on a busy
     # machine may need longer, and the copy is measured from a target that serves them all.
     wait_until_served(AdminClient(target.client_config()), names, timeout_s=300)
+    if settle_before_run_s:
+        settle(settle_before_run_s)
 
     total = shape.total_partitions * per_partition
     engine_log = workdir / f"{prefix}-run.log"
@@ -535,6 +541,10 @@ def main() -> None:
                              "target before the next")
     parser.add_argument("--settle", type=float, default=180.0,
                         help="with --rounds: at most this many seconds of waiting for a quiet machine between runs")
+    parser.add_argument("--quiet-launch", action="store_true",
+                        help="launch `run` once the machine settles after `prepare` (at most --settle seconds): here "
+                             "the brokers create the shape's partitions on the engine's own cores, on a real cluster "
+                             "on machines of their own")
     parser.add_argument("--workers", action="store_true",
                         help="also the workers step at each shape: two workers, one joining, one leaving "
                              "(bench/scale_workers.py)")
@@ -564,7 +574,8 @@ def main() -> None:
                             settle(args.settle)
                         run_code = code if args.rounds == 1 else Code(f"{code.label}{number}", code.path)
                         figures = measure(shape, run_code, source, target, workdir, args.records, args.steady,
-                                          args.trace, drop_after=args.rounds > 1)
+                                          args.trace, drop_after=args.rounds > 1,
+                                          settle_before_run_s=args.settle if args.quiet_launch else 0.0)
                         figures.raw_rate, figures.raw_spread_rate = raw_rate, raw_spread_rate
                         columns.append((shape, run_code))
                         results.append(figures)

@@ -94,9 +94,10 @@ def test_mirror_maker_comparison_runs_at_a_tiny_size():
 
 
 def test_scale_benchmark_runs_at_a_tiny_size():
-    # Two rounds: the engine measured twice, its first run's topics deleted from the target before the second.
+    # Two rounds: the engine measured twice, its first run's topics deleted from the target before the second; each
+    # `run` launched once the machine settled after `prepare`.
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--shape", "6x2x3", "--records", "20",
-                             "--steady", "3", "--no-mm2", "--rounds", "2", "--settle", "5"],
+                             "--steady", "3", "--no-mm2", "--rounds", "2", "--settle", "5", "--quiet-launch"],
                             capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = {line[:40].strip(): line[40:].split() for line in result.stdout.splitlines()[2:] if line[:40].strip()}
@@ -108,6 +109,8 @@ def test_scale_benchmark_runs_at_a_tiny_size():
     # Each run's 6 copies and its flow's internal topics were deleted after it.
     deleted = [int(n) for n in re.findall(r"deleted (\d+) topics from the target", result.stderr)]
     assert len(deleted) == 2 and all(n > 6 for n in deleted), result.stderr[-3000:]
+    # The machine settled before each launch and between the runs.
+    assert len(re.findall(r"load average \d", result.stderr)) == 3, result.stderr[-3000:]
 
 
 def test_fresh_client_offsets_benchmark_runs_at_a_tiny_size(kafka_pair):
