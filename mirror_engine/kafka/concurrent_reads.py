@@ -8,8 +8,10 @@ order, one at a time, so reads meant to overlap on the same cluster go through a
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from confluent_kafka import KafkaException
 
 
 def at_once(*reads: Callable[[], Any]) -> list[Any]:
@@ -24,3 +26,14 @@ def at_once(*reads: Callable[[], Any]) -> list[Any]:
         if error is not None:
             raise error
     return [future.result() for future in futures]
+
+
+def refusal(future: Future) -> KafkaException | None:
+    """The error an admin client's future failed with, taken without raising it. A raised error keeps its traceback,
+    whose frames hold every future of the request it came in and their errors: a reference cycle that the engine's
+    collector frees only once a minute (see `Replicator.run`). At start-up on a busy cluster the retried ListOffsets
+    of 2,000 partitions left about 40,000 failed futures, some 40 MiB, in such cycles."""
+    error = future.exception()
+    if error is not None and not isinstance(error, KafkaException):
+        raise error
+    return error

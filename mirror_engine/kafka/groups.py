@@ -17,6 +17,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
+from mirror_engine.kafka.concurrent_reads import refusal
+
 if TYPE_CHECKING:
     from mirror_engine.plan import MigrationPlan
 
@@ -160,13 +162,13 @@ def _described(admin: AdminClient, groups: list[str], timeout_s: float) -> dict[
     while pending:
         retry = []
         for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
-            try:
+            error = refusal(future)
+            if error is None:
                 answers[group] = future.result()
-            except KafkaException as error:
-                if error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
-                    retry.append(group)
-                else:
-                    answers[group] = error.args[0]
+            elif error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
+                retry.append(group)
+            else:
+                answers[group] = error.args[0]
         pending = retry
         if pending:
             time.sleep(0.3)

@@ -12,7 +12,7 @@ from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCol
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
 
 from mirror_engine.kafka.clusters import admin_client, first_connection
-from mirror_engine.kafka.concurrent_reads import at_once
+from mirror_engine.kafka.concurrent_reads import at_once, refusal
 from mirror_engine.plan import compile_any
 
 # Config sources that are explicit settings on the source cluster, so they are carried over.
@@ -167,19 +167,21 @@ def _ask_configs(admin: AdminClient, names: list[str], timeout_s: float, denied:
                                         request_timeout=timeout_s)
                  for batch in batches[first:first + CONFIGS_IN_FLIGHT]]
         for resource, future in (item for futures in asked for item in futures.items()):
-            try:
+            error = refusal(future)
+            if error is None:
                 entries[resource.name] = [entry for entry in future.result().values()
                                           if _source_value(entry) != _DEFAULT_SOURCE
                                           or entry.name in CONFIGS_READ_BY_NAME]
-            except KafkaException as error:
-                code = error.args[0].code()
-                if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    unknown[resource.name] = error
-                elif denied is not None and code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    denied.append(resource.name)
-                else:
-                    raise
+                continue
+            code = error.args[0].code()
+            if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                unknown[resource.name] = error
+            elif denied is not None and code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                denied.append(resource.name)
+            else:
+                raise error
     return unknown
+
 
 
 def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:
@@ -265,13 +267,11 @@ def existing_topics(admin: AdminClient, names: Collection[str], timeout_s: float
     found = set()
     for name, future in admin.describe_topics(TopicCollection(sorted(set(names))),
                                               request_timeout=timeout_s).items():
-        try:
-            future.result()
-        except KafkaException as error:
-            if error.args[0].code() not in _ABSENT:
-                raise
-            continue
-        found.add(name)
+        error = refusal(future)
+        if error is None:
+            found.add(name)
+        elif error.args[0].code() not in _ABSENT:
+            raise error
     return found
 
 
@@ -333,12 +333,13 @@ def _ask_offsets(admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec
                  for batch in batches[first:first + LIST_OFFSETS_IN_FLIGHT]]
         for futures in asked:
             for tp, future in futures.items():
-                try:
+                error = refusal(future)
+                if error is None:
                     offsets[(tp.topic, tp.partition)] = future.result().offset
-                except KafkaException as error:
-                    if error.args[0].code() not in _RETRIABLE:
-                        raise
+                elif error.args[0].code() in _RETRIABLE:
                     failed[tp] = error
+                else:
+                    raise error
     return failed
 
 

@@ -55,7 +55,9 @@ class PartitionSyncs(SyncOnDelta):
 
     def __init__(self) -> None:
         super().__init__()
-        self.in_flight: deque[tuple[int, int]] = deque()  # (source, target) in send order
+        # (source, target) in send order: a list, not a deque, as it holds a few at most (an empty deque is 624
+        # bytes, 6 MiB at 10,000 partitions; an empty list 56).
+        self.in_flight: list[tuple[int, int]] = []
         self.last_synced_source = -1  # the record of the last offset-sync sent
         self.last_synced_target = -1  # and its target offset
 
@@ -174,4 +176,4 @@ class OffsetSyncWriter:
             return
         state = self.states.get((sync.topic, sync.partition))
         if state is not None and state.syncs.in_flight and state.syncs.in_flight[0][0] == sync.upstream_offset:
-            state.syncs.in_flight.popleft()
+            del state.syncs.in_flight[0]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 FAR = 1 << 62
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PartitionState:
     """Bookkeeping of one copied partition.
 

@@ -65,7 +65,7 @@ def test_a_run_of_records_is_copied_when_its_last_callback_is_acknowledged():
     first(None, Acked(0))
     assert recorder.syncs == [(100, 0)]  # the first record sets the delta: an offset-sync
     assert state.copied_position() == 100  # ...which is not acknowledged yet
-    state.syncs.in_flight.popleft()
+    del state.syncs.in_flight[0]
     assert state.copied_position() == 101
     last(None, Acked(9))
     assert state.copied_position() == 110 and state.records_copied == 10 and state.target_position == 10
