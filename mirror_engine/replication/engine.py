@@ -253,8 +253,7 @@ class Replicator:
         consume, copy = self.clients.consumer.consume, self.copier.copy
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage collector
         # would scan over and over (15% of the copy's time when profiled): collected once a second (see `run`),
-        # never the objects of the set-up.
-        gc.freeze()
+        # never the objects of the set-up (frozen by the first collection, `_collect_garbage`).
         self.copying.set()
         try:
             while not self._stop.is_set() and not self.faults.fatal:
@@ -279,8 +278,16 @@ class Replicator:
         return self.summary(time.monotonic() - started)
 
     def _collect_garbage(self) -> None:
-        """Once a second, the youngest objects' cycles; every minute, all of them (see `run`)."""
+        """Once a second, the youngest objects' cycles; every minute, all of them (see `run`).
+
+        The first one, a second into the copy, frees the set-up's cycles (a refused request's error and futures,
+        say), then freezes what remains, never scanned again. Frozen without that collection, the set-up's
+        garbage was kept for the whole run; collected before the copy, it would delay the first record."""
         self._collections += 1
+        if self._collections == 1:
+            gc.collect()
+            gc.freeze()
+            return
         gc.collect(2 if self._collections % 60 == 0 else 0)
 
     def _follow_control(self) -> None:
