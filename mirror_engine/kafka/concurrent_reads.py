@@ -30,9 +30,10 @@ def at_once(*reads: Callable[[], Any]) -> list[Any]:
 
 def refusal(future: Future) -> KafkaException | None:
     """The error an admin client's future failed with, taken without raising it. A raised error keeps its traceback,
-    whose frames hold every future of the request it came in and their errors: a reference cycle that the engine's
-    collector frees only once a minute (see `Replicator.run`). At start-up on a busy cluster the retried ListOffsets
-    of 2,000 partitions left about 40,000 failed futures, some 40 MiB, in such cycles."""
+    whose frames hold every future of the request it came in and their errors: a reference cycle, which the engine,
+    collecting garbage itself, frees only in a full collection (see `Replicator._collect_garbage`). At start-up on
+    a busy cluster the retried ListOffsets of 2,000 partitions left about 40,000 failed futures, some 40 MiB, in
+    such cycles."""
     error = future.exception()
     if error is not None and not isinstance(error, KafkaException):
         raise error

@@ -183,7 +183,6 @@ def _ask_configs(admin: AdminClient, names: list[str], timeout_s: float, denied:
     return unknown
 
 
-
 def syncable_configs(entries: list, config_filter: ConfigFilter) -> dict[str, str]:
     """The source entries a target topic should carry: explicit, writable, public and not excluded."""
     return {
