@@ -62,7 +62,6 @@ from pathlib import Path
 
 import yaml
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
     ConsumerGroupTopicPartitions,
     KafkaException,
@@ -217,6 +216,11 @@ def partition_ends(admin: AdminClient, tps: list[TopicPartition]) -> dict[tuple[
 # again after COPY_POLL_FACTOR times as long as the last ask took (at least every 0.5 s): at most about a fifth of a
 # core, less as partitions are done.
 COPY_POLL_FACTOR = 4
+# The watching consumer starts at offset 0 of the new, empty target topics and has fetched every partition once
+# before the engine is launched (`CopyWatch.ready`). Assigned at their beginning as the engine started, it first
+# asked each partition's start offset of brokers busy with the engine's start, and at 10,000 partitions saw the
+# first record 9.8 s after the engine's own trace had the target acknowledge it (2026-11-29).
+WATCH_READY_S = 120
 
 
 class CopyWatch:
@@ -231,7 +235,21 @@ class CopyWatch:
         self.next_ask = 0.0
         self.first = Consumer({**target.client_config(), "group.id": "scale-first-record", "fetch.wait.max.ms": 100,
                                "enable.auto.commit": False})
-        self.first.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in self.pending])
+        self.first.assign([TopicPartition(tp.topic, tp.partition, 0) for tp in self.pending])
+        self.ready()
+
+    def ready(self) -> None:
+        """Wait until the watching consumer has fetched every partition once (a fetch's answer caches its high
+        watermark), at most WATCH_READY_S: from then on a record is seen within a fetch of its append."""
+        deadline = time.monotonic() + WATCH_READY_S
+        waiting = list(self.pending)
+        while waiting and time.monotonic() < deadline:
+            if self.first.poll(0.2) is not None:  # the engine is not launched yet: an empty target topic
+                raise RuntimeError("a target topic holds records before the engine runs")
+            waiting = [tp for tp in waiting if self.first.get_watermark_offsets(tp, cached=True)[1] < 0]
+        if waiting:
+            log.warning("the first-record watch has not fetched %d partition(s) after %d s: the first record may be "
+                        "seen late", len(waiting), WATCH_READY_S)
 
     def look(self) -> bool:
         """Ask the target if it is time to; True once every partition holds its records."""
@@ -430,9 +448,14 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
             engine.kill()
     log.info("engine stopped, %d ms after launch", int(time.time() * 1000) - launched_ms)
     if trace:
+        steps = [line for line in engine_log.read_text(errors="replace").splitlines() if line.startswith("TRACE ")]
         print(f"start-up of `run` at {shape} (ms since launch, ms the step took):")
-        print("\n".join(line for line in engine_log.read_text(errors="replace").splitlines()
-                        if line.startswith("TRACE ")))
+        print("\n".join(steps))
+        # The moment the target acknowledged the first copied record, by the engine's own clock: the watch above
+        # sees it one fetch later, on brokers as busy as the engine's start makes them.
+        acknowledged = [int(line.split()[1]) for line in steps if line.endswith(ACKNOWLEDGED)]
+        if acknowledged:
+            figures.seconds[TRACED_FIRST] = acknowledged[0] / 1000
     figures.seconds["DAG parse"] = dag_parse_seconds(plan_file, workdir, code.env())
     if drop_after:
         # The flow's own internal topics too; the heartbeats topic is every flow's: it stays.
@@ -480,9 +503,12 @@ def checkpoint_round_seconds(plan_file: Path, env: dict[str, str]) -> float | No
     return float(seconds)
 
 
+ACKNOWLEDGED = "acknowledged by the target"  # the end of startup_trace.py's mark of the first acknowledged record
+TRACED_FIRST = "run: first record acknowledged (--trace)"
 GOALS = {
     "plan": "", "prepare --dry-run": "", "prepare": "",
-    "run: first record": "<= 3 s", "run: backlog copied": "", "checkpoint round (read-only)": "<= 5 s",
+    "run: first record": "<= 3 s", TRACED_FIRST: "<= 3 s",
+    "run: backlog copied": "", "checkpoint round (read-only)": "<= 5 s",
     "switch-group (one group)": "<= 2 s", "DAG parse": "<= 5 s",
 }
 

@@ -40,6 +40,10 @@ STEPS = [
     ("mirror_engine.flow.control", "ControlChannel.load", "control topic loaded"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.load_progress", "progress loaded"),
     ("mirror_engine.prepare.reading", "describe_plan_clusters", "  describe both clusters (preparation)"),
+    ("mirror_engine.prepare.reading", "list_topic_metadata", "    one cluster's topics listed"),
+    ("mirror_engine.prepare.reading", "describe_topic_configs", "    topic configs described"),
+    ("mirror_engine.prepare.reading", "read_acls", "    ACLs read"),
+    ("mirror_engine.prepare.reading", "partition_bounds", "    target partitions' bounds"),
     ("mirror_engine.prepare.reading", "read_source_state", "  source state read"),
     ("mirror_engine.prepare.reading", "read_target_state", "  target state read"),
     ("mirror_engine.prepare.sequence", "plan_preparation", "  target preparation planned"),
@@ -56,7 +60,13 @@ STEPS = [
      "  (beside) source partitions, ids, offsets, leaders; producers"),
     ("mirror_engine.replication.assigner", "at_once", "  source ids and offsets, target ends and limits, at once"),
     ("mirror_engine.replication.target_topics", "TargetTopics.producers_know", "  producers' metadata"),
+    ("mirror_engine.replication.assigner", "PartitionAssigner._fresh_starts", "  fresh partitions' starts"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
+    ("mirror_engine.replication.record_producers", "RecordProducers.spread", "    record producers given topics"),
+    ("mirror_engine.replication.side_records", "SideRecordWriter.write_progress", "    progress records produced"),
+    ("mirror_engine.replication.record_producers", "RecordProducers.flush", "    producers flushed"),
+    ("mirror_engine.replication.delivery", "AtLeastOnce.store_start", "  start of the new partitions stored"),
+    ("mirror_engine.replication.delivery", "Transactional.store_start", "  start of the new partitions stored"),
     ("mirror_engine.replication.assigner", "PartitionAssigner.assign_new", "partitions assigned"),
     # switch-group
     ("mirror_engine.cutover.group_switch", "GroupSwitcher.__init__", "switcher built"),
@@ -123,10 +133,36 @@ def mark_first_copy(sink: Sink = mark) -> None:
         if not seen and any(message.error() is None for message in messages):
             seen.append(True)
             now = time.time()
-            sink(f"first records consumed ({len(messages)})", now, now)
+            sink(f"first records consumed ({len(messages)}; the process's CPU so far {time.process_time():.2f} s)",
+                 now, now)
         copy(self, messages)
 
     RecordCopier.copy = first  # type: ignore[method-assign]
+
+
+def mark_first_acknowledged(sink: Sink = mark) -> None:
+    """One mark when the target first acknowledges a copied record (the time between the two marks is the
+    producers' own start: their connections, ids and the target topics' metadata)."""
+    try:
+        from mirror_engine.replication.partition_state import PartitionState
+    except ImportError:
+        return
+    callback = PartitionState.callback
+    seen: list[bool] = []
+
+    def first(self: Any, *args: Any) -> Any:
+        delivered = callback(self, *args)
+
+        def acknowledged(error: Any, message: Any) -> None:
+            if not seen and error is None:
+                seen.append(True)
+                now = time.time()
+                sink("first record acknowledged by the target", now, now)
+            delivered(error, message)
+
+        return acknowledged
+
+    PartitionState.callback = first  # type: ignore[method-assign]
 
 
 def main() -> int:
@@ -141,6 +177,7 @@ def main() -> int:
     mark("import the command's modules", began)
     install(STEPS)
     mark_first_copy()
+    mark_first_acknowledged()
     sys.argv = ["mirror-engine", *sys.argv[1:]]
     return int(cli.main())
 
