@@ -4,11 +4,11 @@ nothing)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import (
@@ -23,8 +23,8 @@ from mirror_engine.kafka import (
     describe_plan_clusters,
     describe_topic_configs,
     fence_problem,
+    list_offsets,
     list_topic_metadata,
-    partition_bounds,
     plan_groups,
     read_acls,
     record_limit,
@@ -53,27 +53,32 @@ Listing = tuple[int, dict[str, tuple[int, int, str]]]  # what `list_topic_metada
 
 
 def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
-                      notes: list[str] | None = None, listing: Listing | None = None) -> ClusterState:
+                      notes: list[str] | None = None, listing: Listing | None = None,
+                      configs_of: Collection[str] | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
     it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
     LogAppendTime topics' timestamps, and syncs a broker before 0.11 cannot answer, are said in `notes`.
-    `listing`: the source's topics as just listed (not asked again)."""
+    `listing`: the source's topics as just listed (not asked again). `configs_of`: read the configs of these topics
+    only (None: of all); the others' are left unread (their target topics keep their configs)."""
     broker_count, metadata = listing if listing is not None else list_topic_metadata(admin)
     names = sorted(name for name in metadata if plan.replicates_topic(name))
     config_filter = ConfigFilter(plan.config_excludes())
     entries: dict[str, list] = {}
-    unread: list[str] = []
+    asked = names if configs_of is None else [name for name in names if name in configs_of]
+    unread = [] if configs_of is None else [name for name in names if name not in configs_of]
     if plan.sync.configs:
+        denied: list[str] = []
         try:
-            entries = describe_topic_configs(admin, names, denied=unread)
+            entries = describe_topic_configs(admin, asked, denied=denied) if asked else {}
         except KafkaException as error:
             if not too_old(error):
                 raise
-            unread = list(names)  # created with the target's defaults; existing ones keep theirs
+            denied = list(asked)  # created with the target's defaults; existing ones keep theirs
             if notes is not None:
                 notes.append(config_sync_skipped(error))
         else:
-            denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", unread)
+            denials += topic_denial(CONFIG_SYNC, "DESCRIBE_CONFIGS", denied)
+        unread += denied
         if notes is not None:
             notes += unsynced_log_append_time(entries, config_filter.excluded)
     topics = {
@@ -122,18 +127,19 @@ def read_target_state(
                  for partition in range(metadata[name][0])]
     # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
     # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
-    entries, bounds = at_once(lambda: describe_topic_configs(admin, existing),
-                              lambda: partition_bounds(config, looked_at, timeout_s=60))
+    entries, ends = at_once(
+        lambda: describe_topic_configs(admin, existing),
+        lambda: list_offsets(admin_client(config), looked_at, OffsetSpec.latest(), timeout_s=60) if looked_at else {})
     topics = {
         name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]),
                          max_message_bytes=record_limit(entries[name]),
                          log_append_time=stamps_log_append_time(entries[name]))
         for name in existing
     }
-    with_data = topics_holding_data({key: bound for key, bound in bounds.items() if key[0] not in managed_topics})
+    with_data = topics_holding_data(config, {key: end for key, end in ends.items() if key[0] not in managed_topics},
+                                    timeout_s=60)
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
-    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata),
-                        ends={key: latest for key, (_, latest) in bounds.items()})
+    return ClusterState(broker_count, topics, acls, with_data, frozenset(metadata), ends=ends)
 
 
 def plan_preparation(
@@ -145,6 +151,7 @@ def plan_preparation(
     target_configs: TargetConfigs | None = None,
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
     ends_of_managed: bool = False,
+    configs_of_existing: bool = True,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
@@ -156,7 +163,9 @@ def plan_preparation(
     `clusters`: both clusters as the caller just described them (`describe_plan_clusters`): not asked again.
     `ends_of_managed`: ask the ends of the managed topics' partitions too (`read_target_state`); what was read of
     the target stays in `prepared.target`. Then `managed_topics` matter only once both clusters are read: given as
-    how to learn them, they are learned beside the reads.
+    how to learn them, they are learned beside the reads. `configs_of_existing`: read the source configs of the
+    topics the target has already, to sync them (False: only of the topics to create; the others' are synced by a
+    later preparation, as the engine's refresh does).
     """
     managed = functools.cache(functools.partial(managed_now, managed_topics))
     if clusters is None:
@@ -169,8 +178,14 @@ def plan_preparation(
     source_listing, target_listing = at_once(lambda: list_topic_metadata(source_admin),
                                              lambda: list_topic_metadata(target_admin))
 
+    policy = plan.policy()
+    remote_names = {name: policy.format_remote_topic(plan.source.alias, name)
+                    for name in sorted(name for name in source_listing[1] if plan.replicates_topic(name))}
+    configs_of = None if configs_of_existing else {
+        name for name, remote in remote_names.items() if remote not in target_listing[1]}
+
     def read_source() -> ClusterState:
-        state = read_source_state(source_admin, plan, denials, notes, listing=source_listing)
+        state = read_source_state(source_admin, plan, denials, notes, listing=source_listing, configs_of=configs_of)
         if not best_effort:
             denials.extend(topic_denial(DATA_COPY, "READ", unreadable_topics(source_admin, sorted(state.topics))))
             groups = undescribable_groups(source_admin, plan_groups(source_admin, plan))
@@ -178,11 +193,8 @@ def plan_preparation(
                 denials.append(Denial(GROUP_OFFSET_SYNC, "DESCRIBE", "group", tuple(groups)))
         return state
 
-    policy = plan.policy()
-    remote_names = [policy.format_remote_topic(plan.source.alias, name)
-                    for name in sorted(name for name in source_listing[1] if plan.replicates_topic(name))]
     source, target = at_once(read_source, lambda: read_target_state(
-        target_admin, target_config, plan, remote_names, read_target_acls=False,
+        target_admin, target_config, plan, list(remote_names.values()), read_target_acls=False,
         managed_topics=frozenset() if ends_of_managed else managed(), listing=target_listing,
         ends_of_managed=ends_of_managed))
     if not best_effort:

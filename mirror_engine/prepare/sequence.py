@@ -68,6 +68,7 @@ def prepare_target(
     kinds: Collection[str] | None = None,
     internal_topics: bool = True,
     ends_of_managed: bool = False,
+    configs_of_existing: bool = True,
     more_problems: Callable[[PreparePlan], list[str]] | None = None,
     on_planned: Callable[[PreparePlan], None] | None = None,
     on_checked: Callable[[ApplyResult], None] | None = None,
@@ -76,17 +77,18 @@ def prepare_target(
     """Read, plan, dry-run (`dry_run`) and apply (`apply`) the target's changes for `plan`; see the module doc.
 
     `managed_topics` are the target topics the flow already copies into (`ManagedTopics`; read from its stored
-    progress, beside both clusters' state, when not given). `best_effort`, `target_configs`, `clusters` and
-    `ends_of_managed` are `plan_preparation`'s. `kinds` keeps only actions of those kinds ("create_topic",
-    "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without `kinds`) creates the flow's
-    internal topics that are missing with them. `more_problems` adds the caller's own reasons to refuse (they join
-    `prepared.problems`). `on_planned` sees the plan (problems included)
-    before anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
+    progress, beside both clusters' state, when not given). `best_effort`, `target_configs`, `clusters`,
+    `ends_of_managed` and `configs_of_existing` are `plan_preparation`'s. `kinds` keeps only actions of those
+    kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without `kinds`)
+    creates the flow's internal topics that are missing with them. `more_problems` adds the caller's own reasons to
+    refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before anything is sent
+    to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
     managed = functools.partial(managed_target_topics, plan, target_config) if managed_topics is None \
         else managed_topics
     prepared = plan_preparation(plan, source_config, target_config, managed, best_effort=best_effort,
-                                target_configs=target_configs, clusters=clusters, ends_of_managed=ends_of_managed)
+                                target_configs=target_configs, clusters=clusters, ends_of_managed=ends_of_managed,
+                                configs_of_existing=configs_of_existing)
     if more_problems is not None:
         prepared.problems += more_problems(prepared)
     actions = [action for action in prepared.actions if kinds is None or action.kind in kinds]

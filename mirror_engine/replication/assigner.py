@@ -84,13 +84,16 @@ class PartitionAssigner:
         """What the assignment made as the engine starts will need, read while the target is prepared (by the single
         engine, which then assigns itself every partition of the plan): the plan's partitions on the source, their
         bounds and their topics' ids; the consumer's metadata of those topics (the producers need none asked then:
-        `TargetTopics.starting_from`). `forget_ahead` once that assignment is made."""
-        metadata = admin_client(self.clients.source_config).list_topics(timeout=15).topics
+        `TargetTopics.starting_from`). `forget_ahead` once that assignment is made.
+
+        The partitions are listed by the consumer: the one listing of the whole source also teaches it the leaders
+        (an admin client's listing beside the consumer's cost the brokers and this process a second listing of
+        every partition)."""
+        metadata = self.clients.consumer.list_topics(timeout=15).topics
         topics = sorted(name for name in metadata if self.plan.replicates_topic(name))
         keys = [TopicPartition(topic, p) for topic in topics for p in metadata[topic].partitions]
-        ids, bounds, _ = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
-                                 lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60),
-                                 lambda: _learn_leaders(self.clients.consumer, topics))
+        ids, bounds = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
+                              lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60))
         self.ahead = SourceAhead(ids, bounds, {(tp.topic, tp.partition) for tp in keys})
 
     def forget_ahead(self) -> None:

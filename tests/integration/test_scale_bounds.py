@@ -70,35 +70,52 @@ def _internal_topics_served(target: KafkaCluster, topics: InternalTopics) -> lis
 
 
 # The admin requests counted at start-up (an admin call is a request to each broker concerned; ListOffsets and
-# DescribeConfigs are asked in one call for all partitions and topics in this test, see `_run_shape`).
-COUNTED_CALLS = ("list_topics", "list_offsets", "describe_configs", "describe_topics", "describe_consumer_groups",
+# DescribeConfigs are asked in one call for all partitions and topics in this test, see `_run_shape`). ListOffsets
+# is counted where the engine makes the call (`offsets_request`, the client's call without its Python method).
+COUNTED_CALLS = ("list_topics", "describe_configs", "describe_topics", "describe_consumer_groups",
                  "list_consumer_groups", "create_topics", "describe_acls")
 
 
 class _StartCalls:
-    """Admin calls made from the engine's start until it copies, by name."""
+    """Admin calls made from the engine's start until it copies, by name; and the topics whose configs they asked,
+    and those of the partitions whose start (earliest offset) they asked."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, copying: Callable[[], bool]) -> None:
         self.calls: Counter[str] = Counter()
+        self.configs_asked: set[str] = set()
+        self.starts_asked: set[str] = set()
         for name in COUNTED_CALLS:
             monkeypatch.setattr(AdminClient, name, self._counted(name, getattr(AdminClient, name), copying))
+        offsets_request = topics_module.offsets_request
+
+        def offsets_counted(admin: AdminClient, tps: list[TopicPartition], spec: OffsetSpec, *args: Any) -> Any:
+            if not copying():
+                self.calls["list_offsets"] += 1
+                if spec._value == OffsetSpec.earliest()._value:
+                    self.starts_asked.update(tp.topic for tp in tps)
+            return offsets_request(admin, tps, spec, *args)
+
+        monkeypatch.setattr(topics_module, "offsets_request", offsets_counted)
 
     def _counted(self, name: str, call: Callable[..., Any], copying: Callable[[], bool]) -> Callable[..., Any]:
-        def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(admin: AdminClient, asked: Any = None, *args: Any, **kwargs: Any) -> Any:
             if not copying():
                 self.calls[name] += 1
-            return call(*args, **kwargs)
+                if name == "describe_configs":
+                    self.configs_asked.update(resource.name for resource in asked)
+            return call(admin, *(() if asked is None else (asked,)), *args, **kwargs)
 
         return counted
 
 
 def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: int, caplog: pytest.LogCaptureFixture,
-               monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str], Counter[str]]:
+               monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], list[str], _StartCalls]:
     """`prepare` then `run` (with engine.run_checkpoints) over `topics` x PARTITIONS partitions, status and log every
     0.3 s, the checkpoint loop held back until the copy is done: (status record sizes, log lines per progress log,
     the engine's log lines about creating or waiting for internal topics, the admin calls of its start)."""
     names = [f"{name}.t{i:03d}" for i in range(topics)]
-    plan = make_plan(source, target, rf"{name}\.", name=name,
+    # The default policy: the target topics' names (`src.<topic>`) tell them from the source's in the calls counted.
+    plan = make_plan(source, target, rf"{name}\.", name=name, replication_policy={"type": "default"},
                      engine={"status_interval_s": 0.3, "log_interval_s": 0.3, "progress_interval_s": 0.2,
                              "run_checkpoints": True})
     internal = InternalTopics.for_plan(plan)
@@ -154,24 +171,34 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
     assert not flow.replicator.fatal
     internal_lines = [record.getMessage() for record in caplog.records
                       if record.name.startswith("mirror_engine") and "internal topic" in record.getMessage()]
-    return (_status_records(target, internal.status), _progress_log_lines(caplog.records), internal_lines,
-            start.calls)
+    return (_status_records(target, internal.status), _progress_log_lines(caplog.records), internal_lines, start)
 
 
 def test_start_up_status_records_and_log_lines_do_not_grow_with_the_partition_count(kafka_pair, unique_name, caplog,
                                                                                      monkeypatch):
     source, target = kafka_pair
     caplog.set_level(logging.INFO, logger="mirror_engine")
-    small_status, small_log, small_internal, small_calls = _run_shape(source, target, f"{unique_name}-s", 15, caplog,
+    small_status, small_log, small_internal, small_start = _run_shape(source, target, f"{unique_name}-s", 15, caplog,
                                                                       monkeypatch)  # 60 partitions
-    large_status, large_log, large_internal, large_calls = _run_shape(source, target, f"{unique_name}-l", 150,
+    large_status, large_log, large_internal, large_start = _run_shape(source, target, f"{unique_name}-l", 150,
                                                                       caplog, monkeypatch)  # 600 partitions
+    small_calls, large_calls = small_start.calls, large_start.calls
 
     # The start's requests are batched: as many at 600 partitions as at 60 (a request per topic or per partition
     # would be 10 times as many), give or take a retry of a broker that answered late.
     assert small_calls["list_offsets"] and small_calls["describe_configs"], small_calls
-    for name in COUNTED_CALLS:
+    for name in (*COUNTED_CALLS, "list_offsets"):
         assert large_calls[name] <= small_calls[name] + 2, (name, dict(small_calls), dict(large_calls))
+
+    # What the start asks is what the first records need: of the source topics `prepare` gave a target topic, no
+    # config (the first refresh syncs them, beside the copy; before, the start read every source topic's configs);
+    # of the target's new, empty partitions, no start (their ends say no record was ever written there; before,
+    # the start asked the earliest offset of every target partition as well).
+    for shape, start in ((f"{unique_name}-s.", small_start), (f"{unique_name}-l.", large_start)):  # source topics
+        assert start.configs_asked and not {topic for topic in start.configs_asked if topic.startswith(shape)}, \
+            sorted(start.configs_asked)[:5]
+        assert start.starts_asked and not {topic for topic in start.starts_asked if not topic.startswith(shape)}, \
+            sorted(start.starts_asked)[:5]
 
     # `run` after `prepare` created no internal topic and waited for none, at either size.
     assert small_internal == large_internal == [], (small_internal, large_internal)

@@ -45,7 +45,7 @@ class _Counted:
         self.consumer_settings: dict[str, Any] = {}
         real_list_offsets, real_consumer = status_reporter.list_offsets, engine_clients.Consumer
         real_publish = status_reporter.StatusReporter.publish
-        real_bounds, real_prepare = target_reading.partition_bounds, TargetUpkeep.prepare
+        real_ends, real_prepare = target_reading.list_offsets, TargetUpkeep.prepare
 
         def list_offsets(admin: Any, tps: list, *args: Any, **kwargs: Any) -> Any:
             self.ends_asked += len(tps)
@@ -59,9 +59,10 @@ class _Counted:
             self.intervals += not exiting
             real_publish(reporter, exiting)
 
-        def partition_bounds(config: Any, tps: list, *args: Any, **kwargs: Any) -> Any:
+        # The preparation asks a partition's start only where it asked its end (`topics_holding_data`).
+        def target_ends(admin: Any, tps: list, *args: Any, **kwargs: Any) -> Any:
             self.target_partitions_asked += len(tps)
-            return real_bounds(config, tps, *args, **kwargs)
+            return real_ends(admin, tps, *args, **kwargs)
 
         def prepare(upkeep: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None) -> Any:
             result = real_prepare(upkeep, managed, initial, clusters)
@@ -69,7 +70,7 @@ class _Counted:
             return result
 
         monkeypatch.setattr(status_reporter, "list_offsets", list_offsets)
-        monkeypatch.setattr(target_reading, "partition_bounds", partition_bounds)
+        monkeypatch.setattr(target_reading, "list_offsets", target_ends)
         monkeypatch.setattr(TargetUpkeep, "prepare", prepare)
         monkeypatch.setattr(engine_clients, "Consumer", consumer)
         monkeypatch.setattr(status_reporter.StatusReporter, "publish", publish)

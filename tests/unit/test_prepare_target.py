@@ -31,7 +31,8 @@ class Target:
         self.internal_asked: list[list[str]] = []  # the internal topics of each apply_actions call
 
     def plan_preparation(self, plan, source_config, target_config, managed, best_effort=False,
-                         target_configs=None, clusters=None, ends_of_managed=False) -> PreparePlan:
+                         target_configs=None, clusters=None, ends_of_managed=False,
+                         configs_of_existing=True) -> PreparePlan:
         self.calls.append(("plan", managed_now(managed), best_effort))
         return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"],
                            internal_topics=dict(self.internal))

@@ -1,19 +1,22 @@
 """Reads of many topics or partitions hold a bounded share of the answer at a time: topic configs asked
 CONFIG_BATCH topics a request and kept only where a reader looks, ListOffsets at most LIST_OFFSETS_IN_FLIGHT calls
-out at once (each partition asked is a Python future until answered); new topics are waited for until their
+out at once (their answers held until read); new topics are waited for until their
 leaders answer; and a retry asks again only what answered a brief refusal (a leader not ready, a topic the
 answering broker does not know yet), until its timeout. The answers themselves are checked on real brokers by the
 integration tests that read configs and offsets."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigSource, OffsetSpec
 
+import mirror_engine.kafka.topics as topics_module
 from mirror_engine.kafka import describe_topic_configs, list_offsets, wait_until_served
 from mirror_engine.kafka.topics import (
     CONFIG_BATCH,
@@ -84,6 +87,35 @@ def test_topic_configs_asked_a_few_requests_at_once():
     assert admin.most_out == CONFIGS_IN_FLIGHT > 1
 
 
+REAL_OFFSETS_REQUEST = topics_module.offsets_request  # before the fixture below replaces it
+
+
+@pytest.fixture(autouse=True)
+def _offsets_asked_of_the_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake admin clients below answer a ListOffsets call as the client's C part does (`offsets_request`): one
+    future per call, of {partition: its answer, or its KafkaError}."""
+    monkeypatch.setattr(topics_module, "offsets_request",
+                        lambda admin, tps, spec, timeout_s, isolation_level: admin.offsets_request(tps))
+
+
+class _Call:
+    """A ListOffsets call's future: each partition's answer (or KafkaError), or the call's own error; `on_read` once
+    the answers are read."""
+
+    def __init__(self, answers: dict[TopicPartition, Any], on_read: Callable[[], None] = lambda: None,
+                 error: KafkaException | None = None) -> None:
+        self.answers, self.on_read, self.error = answers, on_read, error
+
+    def exception(self) -> KafkaException | None:
+        return self.error
+
+    def result(self) -> dict[TopicPartition, Any]:
+        self.on_read()
+        if self.error is not None:
+            raise self.error
+        return self.answers
+
+
 class ConnectingAdmin:
     """An admin client's DescribeCluster, answered at once; what was asked, in order."""
 
@@ -97,32 +129,19 @@ class ConnectingAdmin:
 
 
 class OffsetsAdmin(ConnectingAdmin):
-    """Answers list_offsets; counts the calls whose answers were not all read when another call was made."""
+    """Answers ListOffsets calls; counts the calls whose answers were not read when another call was made."""
 
     def __init__(self) -> None:
-        self.unread: dict[int, int] = {}  # call -> answers not read yet
+        self.unread: dict[int, bool] = {}  # call -> its answers not read yet
         self.most_out = 0
 
-    def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
-                     isolation_level: Any) -> dict[TopicPartition, Any]:
+    def offsets_request(self, tps: list[TopicPartition]) -> _Call:
         call = len(self.unread)
         self.__dict__.setdefault("calls", []).append("list_offsets")
-        self.unread[call] = len(asked)
-        self.most_out = max(self.most_out, sum(1 for left in self.unread.values() if left))
-        return {tp: self._answer(call, tp.partition) for tp in asked}
-
-    def _answer(self, call: int, offset: int) -> Any:
-        admin = self
-
-        class Answer:
-            def exception(self) -> None:
-                return None
-
-            def result(self) -> Any:
-                admin.unread[call] -= 1
-                return SimpleNamespace(offset=offset)
-
-        return Answer()
+        self.unread[call] = True
+        self.most_out = max(self.most_out, sum(self.unread.values()))
+        return _Call({tp: SimpleNamespace(offset=tp.partition) for tp in tps},
+                     on_read=lambda: self.unread.__setitem__(call, False))
 
 
 def test_list_offsets_keeps_few_calls_out_at_once():
@@ -158,22 +177,12 @@ class NewPartitionsAdmin(ConnectingAdmin):
         partitions = {p: SimpleNamespace(leader=1, error=None) for p in range(3)}
         return SimpleNamespace(topics={"t": SimpleNamespace(error=None, partitions=partitions)})
 
-    def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
-                     isolation_level: Any) -> dict[TopicPartition, Any]:
+    def offsets_request(self, tps: list[TopicPartition]) -> _Call:
         self.asks += 1
         refuse = self.asks <= self.refusals
-
-        class Answer:
-            def exception(self) -> KafkaException | None:
-                return KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)) if refuse else None
-
-            def result(self) -> Any:
-                if refuse:
-                    raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
-                return SimpleNamespace(offset=0)
-
-        assert {(tp.topic, tp.partition) for tp in asked} == {("t", 0), ("t", 1), ("t", 2)}
-        return {tp: Answer() for tp in asked}
+        assert {(tp.topic, tp.partition) for tp in tps} == {("t", 0), ("t", 1), ("t", 2)}
+        return _Call({tp: KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION) if refuse else SimpleNamespace(offset=0)
+                      for tp in tps})
 
 
 def test_served_topics_wait_until_their_leaders_answer():
@@ -203,36 +212,13 @@ class FewLeadersLateAdmin(ConnectingAdmin):
         self.metadata_asks += 1
         return SimpleNamespace(topics={})
 
-    def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float,
-                     isolation_level: Any) -> dict[TopicPartition, Any]:
-        answers = {}
-        for tp in asked:
+    def offsets_request(self, tps: list[TopicPartition]) -> _Call:
+        answers: dict[TopicPartition, Any] = {}
+        for tp in tps:
             self.asked.append(tp.partition)
             refuse = tp.partition in self.late and self.asked.count(tp.partition) <= self.refusals
-            answers[tp] = _Refused(self.refusal) if refuse else _Answered(tp.partition)
-        return answers
-
-
-class _Refused:
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-    def exception(self) -> KafkaException:
-        return KafkaException(KafkaError(self.code))
-
-    def result(self) -> Any:
-        raise self.exception()
-
-
-class _Answered:
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-
-    def exception(self) -> None:
-        return None
-
-    def result(self) -> Any:
-        return SimpleNamespace(offset=self.offset)
+            answers[tp] = KafkaError(self.refusal) if refuse else SimpleNamespace(offset=tp.partition)
+        return _Call(answers)
 
 
 def test_list_offsets_asks_again_only_the_partitions_whose_leader_was_not_ready():
@@ -319,7 +305,8 @@ def test_topic_configs_of_a_topic_never_known_fail_at_the_timeout():
 
 
 class RealFuturesAdmin(ConnectingAdmin):
-    """An admin client answering with the client's own kind of futures: partition 0 "not leader" at first."""
+    """An admin client answering with the client's own kind of future: its first call fails whole (the connection
+    dropped), then partition 0 answers "not leader" once."""
 
     def __init__(self) -> None:
         self.futures: list[Future] = []
@@ -327,17 +314,16 @@ class RealFuturesAdmin(ConnectingAdmin):
     def list_topics(self, *_args: Any, **_kwargs: Any) -> Any:
         return SimpleNamespace(topics={})
 
-    def list_offsets(self, asked: dict, **_kwargs: Any) -> dict:
-        answers = {}
-        for tp in asked:
-            future: Future = Future()
-            if tp.partition == 0 and len(self.futures) < 2:
-                future.set_exception(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
-            else:
-                future.set_result(SimpleNamespace(offset=7))
-            self.futures.append(future)
-            answers[tp] = future
-        return answers
+    def offsets_request(self, tps: list[TopicPartition]) -> Future:
+        future: Future = Future()
+        if not self.futures:
+            future.set_exception(KafkaException(KafkaError(KafkaError._TRANSPORT)))
+        else:
+            future.set_result({tp: KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)
+                               if tp.partition == 0 and len(self.futures) < 2 else SimpleNamespace(offset=7)
+                               for tp in tps})
+        self.futures.append(future)
+        return future
 
 
 def test_refused_offsets_leave_no_cycle_through_their_futures():
@@ -347,5 +333,20 @@ def test_refused_offsets_leave_no_cycle_through_their_futures():
     tps = [TopicPartition("t", 0), TopicPartition("t", 1)]
     offsets = list_offsets(admin, tps, OffsetSpec.latest())  # type: ignore[arg-type]
     assert offsets == {("t", 0): 7, ("t", 1): 7}
-    refused = [future.exception() for future in admin.futures if future.exception() is not None]
-    assert len(refused) == 1 and refused[0].__traceback__ is None
+    assert len(admin.futures) == 3  # the failed call, partition 0 refused, partition 0 answered
+    refused = admin.futures[0].exception()
+    assert refused is not None and refused.__traceback__ is None
+
+
+def test_the_clients_offsets_call_answers_through_one_future():
+    """`offsets_request` calls the client's C part directly (its Python method adds a future per partition): on this
+    version of the client it takes what it is given and answers through the one future, here a client that reaches no
+    broker failing the call at its timeout instead of raising."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:1"})
+    answer = REAL_OFFSETS_REQUEST(admin, [TopicPartition("t", 0), TopicPartition("t", 1)], OffsetSpec.latest(), 0.5,
+                                  IsolationLevel.READ_UNCOMMITTED)
+    error = answer.exception(timeout=10)
+    assert isinstance(error, KafkaException) and error.args[0].code() == KafkaError._TIMED_OUT, error
