@@ -17,6 +17,7 @@ from mirror_engine.flow.progress import (
     load_progress,
     managed_target_topics,
     progress_key,
+    progress_value,
 )
 from mirror_engine.flow.work_units import MAX_WORK_UNITS, ensure_work_units, work_unit, work_units_topic
 
@@ -39,6 +40,7 @@ __all__ = [
     "load_progress",
     "managed_target_topics",
     "progress_key",
+    "progress_value",
     "work_unit",
     "work_units_topic",
 ]

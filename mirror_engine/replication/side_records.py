@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from mirror_engine.flow import InternalTopics, PartitionProgress
+from mirror_engine.flow import InternalTopics, PartitionProgress, progress_key, progress_value
 from mirror_engine.mm2 import Heartbeat
 from mirror_engine.replication.copy_contract import produce_when_room, target_producer_settings
 from mirror_engine.replication.faults import EngineError, Faults
@@ -71,15 +71,13 @@ class SideRecordWriter:
         """Store the copied position of these partitions (all by default) where it moved (or always: `force`)."""
         self.offset_syncs.send_unsent()
         states = self.states.values() if keys is None else [self.states[key] for key in keys]
-        producer = self._producer()
+        producer, topic, cluster = self._producer(), self.topics.progress, self.source_alias
         for state in states:
             position = state.copied_position()
             if position != state.stored_position or force:
-                progress = PartitionProgress(
-                    state.topic, state.partition, position, state.progress_target_position(), state.topic_id
-                )
-                produce_when_room(producer, self.topics.progress, progress.value(), progress.key(self.source_alias),
-                                  0, self.on_delivery, 0, None)
+                produce_when_room(producer, topic, progress_value(position, state.progress_target_position(),
+                                                                  state.topic_id),
+                                  progress_key(cluster, state.topic, state.partition), 0, self.on_delivery, 0, None)
                 state.stored_position = position
 
     def store_ranges(self, ranges: list[CopiedRange], timeout_s: float = 60.0) -> None:
