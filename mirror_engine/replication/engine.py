@@ -237,7 +237,10 @@ class Replicator:
             PeriodicTask("log", engine.log_interval_s,
                          lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
             PeriodicTask("control", 1.0, self._follow_control, 1.0),
-            PeriodicTask("refresh", engine.refresh_interval_s, self._refresh, engine.refresh_interval_s),
+            # The first refresh as the copy starts: the start read the source configs of the topics it created only
+            # (`TargetUpkeep.prepare`), and this one syncs the others' beside the copy, as MM2 syncs configs as it
+            # starts.
+            PeriodicTask("refresh", engine.refresh_interval_s, self._refresh),
             PeriodicTask("refreshed", min(1.0, engine.refresh_interval_s), self._follow_refresh,
                          min(1.0, engine.refresh_interval_s)),
             PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
@@ -340,9 +343,12 @@ class Replicator:
         for it; `_follow_refresh` takes its outcome up on the copy's thread."""
         if self._refreshing is not None:  # the previous one is still at work
             return
-        if self._refresher is None:
+        first = self._refresher is None
+        if first:
             self._refresher = ThreadPoolExecutor(1, thread_name_prefix=f"refresh-{self.plan.name}")
-        self._refreshing = self._refresher.submit(self.upkeep.prepare, self.assigner.managed_topics(), initial=False)
+        # The first, as the copy starts, takes both clusters as the start described them; later ones ask again.
+        self._refreshing = self._refresher.submit(self.upkeep.prepare, self.assigner.managed_topics(), initial=False,
+                                                  clusters=self.clusters if first else None)
 
     def _follow_refresh(self) -> None:
         """Every second: copy what a finished refresh prepared (new topics, added partitions)."""

@@ -64,5 +64,5 @@ def _task(plan: MigrationPlan, source_config: dict[str, str], target_config: dic
     def run() -> None:
         sync_once(plan, source_config, target_config, kind, known)
 
-    # The engine prepares the target as it starts: the first sync is one interval later.
+    # The engine's first refresh, as the copy starts, syncs both: the first sync here is one interval later.
     return PeriodicTask(f"{kind} sync", interval_s, run, first_after_s=interval_s)

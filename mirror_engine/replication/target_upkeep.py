@@ -51,7 +51,7 @@ class TargetUpkeep:
         what was read stays in `target_read` for the first assignment (the topics the preparation changed left out).
 
         At the start the source configs are read only of the topics to create: the configs of the target's topics are
-        synced by the first refresh, beside the copy (`engine.refresh_interval_s` later), as at every refresh after.
+        synced by the first refresh, which starts with the copy and runs beside it, as every refresh after.
         Read before the copy, they held up its first record (the configs of 1,000 topics, about 33 KiB each as the
         broker answers them, cost a third of a second of this process's CPU, shared with the start's other reads)."""
         failures = ""

@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from mirror_engine import cli
 from mirror_engine.kafka import clusters, describe_topic_configs, topic_overrides
 from mirror_engine.mm2 import import_mm2_properties
+from mirror_engine.plan import plan_from_dict
+from mirror_engine.prepare import prepare_target
 from mirror_engine.replication import FlowRun
 from tests.integration.plans import create_topics, plan_dict
 
@@ -82,3 +84,36 @@ def test_run_asks_each_cluster_once(kafka_pair, unique_name, tmp_path, monkeypat
     assert cli.main(["run", "--plan", str(plan_file), "--until-caught-up", "--max-seconds", "60",
                      "--status-port", "-1"]) == 0, capsys.readouterr().err
     assert sorted(asked) == ["src", "tgt"]
+
+
+def test_configs_changed_while_the_engine_was_down_reach_the_target_as_the_copy_starts(kafka_pair, unique_name):
+    """The start reads the source configs of the topics it creates only: those of the topics the target has are
+    synced by the first refresh, which starts with the copy, not one refresh interval (here 600 s) later."""
+    source, target = kafka_pair
+    topic = f"{unique_name}-down"
+    create_topics(source, [NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])
+    plan = plan_from_dict(plan_dict(source, target, unique_name, engine={"refresh_interval_s": 600,
+                                                                         "status_port": -1}))
+    prepared = prepare_target(plan, source.client_config(), target.client_config(), apply=True)
+    assert prepared.applied is not None and not prepared.failed, prepared.failed
+    target_admin = AdminClient(target.client_config())
+    assert topic_overrides(describe_topic_configs(target_admin, [topic])[topic]).get("retention.ms") == "3600000"
+    # Changed on the source while no engine runs.
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    source_admin = AdminClient(source.client_config())
+    for future in source_admin.incremental_alter_configs([resource]).values():
+        future.result()
+    flow = FlowRun(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=flow.run, kwargs={"max_seconds": 120})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while topic_overrides(describe_topic_configs(target_admin, [topic])[topic]).get("retention.ms") != "7200000":
+            assert time.monotonic() < deadline and runner.is_alive(), \
+                "the changed config did not reach the target after the start"
+            time.sleep(0.5)
+    finally:
+        flow.stop()
+        runner.join(60)
+    assert not runner.is_alive()
