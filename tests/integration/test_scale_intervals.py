@@ -189,9 +189,12 @@ def test_garbage_is_collected_on_the_copy_thread_only(kafka_pair, unique_name):
     assert producer.flush(30) == 0
     plan = make_plan(source, target, rf"{unique_name}\.", name=unique_name, engine={"status_port": -1})
     collected_on: list[str] = []
+    # Watched while the engine copies: before its start and after it returns, the collector is the process's own
+    # again, and threads other tests left (a refresh finishing after its engine stopped) may run it.
+    watching = threading.Event()
 
     def on_collection(phase: str, info: dict) -> None:
-        if phase == "start":
+        if phase == "start" and watching.is_set():
             collected_on.append(threading.current_thread().name)
 
     engine = Replicator(plan, source.client_config(), target.client_config())
@@ -203,6 +206,7 @@ def test_garbage_is_collected_on_the_copy_thread_only(kafka_pair, unique_name):
         while not (engine.copying.is_set() and engine.states and engine.caught_up()):
             assert time.monotonic() < deadline and runner.is_alive(), "the copy did not finish"
             time.sleep(0.1)
+        watching.set()
         # Before: collected automatically, in any thread (the thresholds only raised).
         automatic = gc.isenabled()
         garbage = [[] for _ in range(50_000)]  # what would trigger a collection in this thread
@@ -211,6 +215,7 @@ def test_garbage_is_collected_on_the_copy_thread_only(kafka_pair, unique_name):
         del garbage
         time.sleep(2.5)  # a few of the engine's collections
     finally:
+        watching.clear()
         engine.stop()
         runner.join(60)
         gc.callbacks.remove(on_collection)
