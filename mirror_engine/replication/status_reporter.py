@@ -10,7 +10,7 @@ import heapq
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
@@ -150,8 +150,7 @@ class StatusReporter:
         if len(self.states) <= STATUS_PARTITIONS:
             listed = [state for _, state in sorted(self.states.items())]
         else:
-            listed = heapq.nsmallest(STATUS_PARTITIONS, self.states.values(), key=lambda state: worst_first(
-                bool(state.failed), state.lag, _lag_ms(state, now_ms), state.topic, state.partition))
+            listed = _most_pressing(self.states.values(), STATUS_PARTITIONS, lambda state: state.lag, now_ms)
         return status_record(self._summary, [_row(state, now_ms) for state in listed], self.states, len(self.states))
 
     @property
@@ -201,16 +200,25 @@ class StatusReporter:
         log.info("copied %d records in %.0f s (%.0f rec/s); lag %d records (%d of %d partition(s) behind%s)", copied,
                  elapsed, copied / max(elapsed, 1e-9), sum(lag.values()), behind, len(self.states),
                  f", {stopped} STOPPED" if stopped else "")
-        worst = sorted((key for key, state in self.states.items() if state.failed or lag[key]),
-                       key=lambda key: (not self.states[key].failed, -lag[key], key))
-        for key in worst[:LOG_PARTITIONS]:
-            state = self.states[key]
+        def lag_of(state: PartitionState) -> int:
+            return lag[(state.topic, state.partition)]
+
+        worth_naming = [state for key, state in self.states.items() if state.failed or lag[key]]
+        for state in _most_pressing(worth_naming, LOG_PARTITIONS, lag_of, int(time.time() * 1000)):
             latency = f"{state.latency_ms} ms" if state.latency_ms >= 0 else "-"
             log.info("  %s[%d] -> %s: position %d, lag %d, latency %s, copied %d%s", state.topic, state.partition,
-                     state.target_topic, state.copied_position(), lag[key], latency, state.records_copied,
+                     state.target_topic, state.copied_position(), lag_of(state), latency, state.records_copied,
                      f", STOPPED: {state.failed}" if state.failed else "")
-        if len(worst) > LOG_PARTITIONS:
-            log.info("  ... and %d more partition(s) behind (see `mirror-engine status`)", len(worst) - LOG_PARTITIONS)
+        if len(worth_naming) > LOG_PARTITIONS:
+            log.info("  ... and %d more partition(s) behind (see `mirror-engine status`)",
+                     len(worth_naming) - LOG_PARTITIONS)
+
+
+def _most_pressing(states: Iterable[PartitionState], count: int, lag: Callable[[PartitionState], int],
+                   now_ms: int) -> list[PartitionState]:
+    """The `count` partitions a status or a log names, in the status's order (`worst_first`), without sorting all."""
+    return heapq.nsmallest(count, states, key=lambda state: worst_first(
+        bool(state.failed), lag(state), _lag_ms(state, now_ms), state.topic, state.partition))
 
 
 def _lag_ms(state: PartitionState, now_ms: int) -> int | None:

@@ -79,6 +79,31 @@ def test_the_record_names_the_stopped_and_most_behind_first_and_the_http_status_
     assert rows[("orders.t0099", 9)]["lag"] == 0 and rows[("orders.t0099", 9)]["records_copied"] == 105
 
 
+def test_the_log_names_the_partitions_the_status_names_first(caplog, monkeypatch):
+    import mirror_engine.replication.status_reporter as status_reporter
+
+    monkeypatch.setattr(status_reporter, "list_offsets", lambda _admin, tps, *_a, **_k: {(tp.topic, tp.partition): 100
+                                                                                          for tp in tps})
+    reporter, producer = _reporter(100, 10)  # 1,000 partitions
+    states = reporter.states
+    for key, state in states.items():
+        _copy(state, 100 if key[1] else 100 - key[0].count("7") - 1)  # partition 0 of each topic 1 or more behind
+    states[("orders.t0090", 3)].failed = "records 3..9 were deleted"  # stopped, though none behind
+    _copy(states[("orders.t0042", 0)], -30)  # 31 behind: the most
+    reporter.publish()
+
+    with caplog.at_level("INFO", logger="mirror_engine.replication.engine"):
+        reporter.log_progress(10.0)
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 7, lines  # the summary, five partitions, "and N more": not a line per partition behind
+    assert "lag 150 records (100 of 1000 partition(s) behind, 1 STOPPED)" in lines[0], lines[0]
+    named = [line.split(" ->")[0].strip() for line in lines[1:6]]
+    status = json.loads(producer.values[-1])
+    assert named == [f"{p['topic']}[{p['partition']}]" for p in status["partitions"][:5]], (named, status)
+    assert named[:3] == ["orders.t0090[3]", "orders.t0042[0]", "orders.t0077[0]"], named
+    assert lines[6].strip() == "... and 96 more partition(s) behind (see `mirror-engine status`)", lines[6]
+
+
 def _held_after_publish(topics: int) -> tuple[int, int]:
     """Bytes the reporter's interval leaves allocated, and the record's size."""
     reporter, producer = _reporter(topics, 10)
