@@ -21,7 +21,7 @@ from mirror_engine.kafka.clusters import (
     describe_plan_clusters,
     first_connection,
 )
-from mirror_engine.kafka.concurrent_reads import at_once
+from mirror_engine.kafka.concurrent_reads import at_once, beside
 from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authorizer, place_fence, remove_fence
 from mirror_engine.kafka.groups import (
     ENGINE_GROUP_PREFIX,
@@ -97,6 +97,7 @@ __all__ = [
     "assign_known",
     "at_once",
     "batch_size_alone",
+    "beside",
     "cluster_identity",
     "commit_offsets",
     "commit_offsets_of",

@@ -7,11 +7,14 @@ order, one at a time, so reads meant to overlap on the same cluster go through a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
+
+T = TypeVar("T")
 
 
 def at_once(*reads: Callable[[], Any]) -> list[Any]:
@@ -26,6 +29,21 @@ def at_once(*reads: Callable[[], Any]) -> list[Any]:
         if error is not None:
             raise error
     return [future.result() for future in futures]
+
+
+def beside(read: Callable[[], T]) -> Future[T]:
+    """`read` started in a thread of its own, for a caller with other work to do before it needs the answer: the
+    future's `result()` then waits for it (and raises its error)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read())
+        except BaseException as error:  # handed to whoever asks for the result
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="read-beside", daemon=True).start()
+    return future
 
 
 def refusal(future: Future) -> KafkaException | None:

@@ -41,12 +41,8 @@ class TopicState:
     # Source side: the settings to carry over (already filtered). Target side: its topic-level overrides.
     configs: dict[str, str] = field(default_factory=dict)
     topic_id: str = ""
-    # Source side: False when the principal may not read the topic's configs, so `configs` says nothing.
+    # False when `configs` says nothing: the source's principal may not read them, or they were not asked.
     configs_read: bool = True
-    # Target side: the largest record batch the topic takes (its max.message.bytes, set or inherited; 0: not read)
-    # and whether the broker stamps its records' time (LogAppendTime), for the engine about to write to it.
-    max_message_bytes: int = 0
-    log_append_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +140,8 @@ def _ask_until_answered(ask: Callable[[list[Asked]], dict[Asked, KafkaException]
 
 
 def describe_topic_configs(
-    admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None
+    admin: AdminClient, names: list[str], timeout_s: float = 15.0, denied: list[str] | None = None,
+    missing: list[str] | None = None,
 ) -> dict[str, list]:
     """The config entries of each topic (ConfigEntry objects; of those left at Kafka's default, only the ones in
     CONFIGS_READ_BY_NAME), asked CONFIG_BATCH topics a request.
@@ -153,8 +150,12 @@ def describe_topic_configs(
     TOPIC_AUTHORIZATION_FAILED. With `denied` given, such topics are added there and left out of the result.
     Callers ask for topics they just saw in the metadata: one that the answering broker does not know yet (created
     a moment ago, on a busy cluster whose brokers apply the change seconds apart) is asked again until `timeout_s`.
+    With `missing` given, such topics are added there at once instead, for callers that ask ahead of their creation.
     """
     entries: dict[str, list] = {}
+    if missing is not None:
+        missing.extend(_ask_configs(admin, names, timeout_s, denied, entries))
+        return entries
     _ask_until_answered(lambda asking: _ask_configs(admin, asking, timeout_s, denied, entries), names, timeout_s)
     return entries
 

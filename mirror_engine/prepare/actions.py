@@ -157,7 +157,7 @@ def compute_actions(
             actions.append(Action("add_partitions", remote, {
                 "source_topic": name, "from": existing.partitions, "to": topic.partitions,
             }))
-        if plan.sync.configs and topic.configs_read:  # unread source configs: leave the target's as they are
+        if plan.sync.configs and topic.configs_read and existing.configs_read:  # either unread: leave them as they are
             to_set = {k: v for k, v in topic.configs.items() if existing.configs.get(k) != v}
             to_delete = sorted(
                 k for k in existing.configs if k not in topic.configs and not config_filter.excluded(k)

@@ -27,8 +27,6 @@ from mirror_engine.kafka import (
     list_topic_metadata,
     plan_groups,
     read_acls,
-    record_limit,
-    stamps_log_append_time,
     syncable_configs,
     too_old,
     topic_overrides,
@@ -114,13 +112,14 @@ def managed_now(managed: ManagedTopics) -> frozenset[str]:
 def read_target_state(
     admin: AdminClient, config: dict[str, str], plan: MigrationPlan, target_topics: list[str],
     read_target_acls: bool = True, managed_topics: frozenset[str] = frozenset(), listing: Listing | None = None,
-    ends_of_managed: bool = False,
+    ends_of_managed: bool = False, configs: bool = True,
 ) -> ClusterState:
     """The target as far as the plan's topics go: the remote topics that exist, their data and configs. Whether
     records are in them is asked only of those the flow does not manage already (`managed_topics`, whose records
     are its own): the engine's refreshes ask no partition's offsets of the topics it copies into. With
     `ends_of_managed` (the engine's start, which needs every end) those are asked too, beside the configs.
-    `listing`: the target's topics as just listed (not asked again)."""
+    `listing`: the target's topics as just listed (not asked again). `configs`: False leaves the topics' configs
+    unread (empty), for a preparation that syncs no config of an existing topic."""
     broker_count, metadata = listing if listing is not None else list_topic_metadata(admin)
     existing = sorted(name for name in target_topics if name in metadata)
     looked_at = [TopicPartition(name, partition) for name in existing if ends_of_managed or name not in managed_topics
@@ -128,14 +127,10 @@ def read_target_state(
     # Up to 60 s, as the engine's other reads of the target's ends: a broker still creating the logs of thousands of
     # partitions just asked for (`run` right after `prepare`) answers "not leader" for them meanwhile.
     entries, ends = at_once(
-        lambda: describe_topic_configs(admin, existing),
+        lambda: describe_topic_configs(admin, existing) if configs else {},
         lambda: list_offsets(admin_client(config), looked_at, OffsetSpec.latest(), timeout_s=60) if looked_at else {})
-    topics = {
-        name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries[name]),
-                         max_message_bytes=record_limit(entries[name]),
-                         log_append_time=stamps_log_append_time(entries[name]))
-        for name in existing
-    }
+    topics = {name: TopicState(name, metadata[name][0], metadata[name][1], topic_overrides(entries.get(name, [])),
+                               configs_read=configs) for name in existing}
     with_data = topics_holding_data(config, {key: end for key, end in ends.items() if key[0] not in managed_topics},
                                     timeout_s=60)
     acls = read_acls(admin) if plan.sync.acls and read_target_acls else None
@@ -164,8 +159,9 @@ def plan_preparation(
     `ends_of_managed`: ask the ends of the managed topics' partitions too (`read_target_state`); what was read of
     the target stays in `prepared.target`. Then `managed_topics` matter only once both clusters are read: given as
     how to learn them, they are learned beside the reads. `configs_of_existing`: read the source configs of the
-    topics the target has already, to sync them (False: only of the topics to create; the others' are synced by a
-    later preparation, as the engine's refresh does).
+    topics the target has already, and the target's configs, to sync them (False: the source configs only of the
+    topics to create, none of the target's; the others' are synced by a later preparation, as the engine's refresh
+    does).
     """
     managed = functools.cache(functools.partial(managed_now, managed_topics))
     if clusters is None:
@@ -196,7 +192,7 @@ def plan_preparation(
     source, target = at_once(read_source, lambda: read_target_state(
         target_admin, target_config, plan, list(remote_names.values()), read_target_acls=False,
         managed_topics=frozenset() if ends_of_managed else managed(), listing=target_listing,
-        ends_of_managed=ends_of_managed))
+        ends_of_managed=ends_of_managed, configs=configs_of_existing))
     if not best_effort:
         asked.append(GROUP_OFFSET_SYNC)
     if plan.sync.acls and source.acls:  # the target's ACLs matter only where the source has some to carry over

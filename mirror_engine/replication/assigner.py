@@ -26,7 +26,7 @@ from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.partition_state import FAR, PartitionState
 from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
 from mirror_engine.replication.side_records import SideRecordWriter
-from mirror_engine.replication.target_topics import TargetTopics, read_limits
+from mirror_engine.replication.target_topics import TargetTopics
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -84,13 +84,15 @@ class PartitionAssigner:
         """What the assignment made as the engine starts will need, read while the target is prepared (by the single
         engine, which then assigns itself every partition of the plan): the plan's partitions on the source, their
         bounds and their topics' ids; the consumer's metadata of those topics (the producers need none asked then:
-        `TargetTopics.starting_from`). `forget_ahead` once that assignment is made.
+        `TargetTopics.starting_from`); and, beside the rest of the start, their target topics' record limits
+        (`TargetTopics.read_limits_ahead`). `forget_ahead` once that assignment is made.
 
         The partitions are listed by the consumer: the one listing of the whole source also teaches it the leaders
         (an admin client's listing beside the consumer's cost the brokers and this process a second listing of
         every partition)."""
         metadata = self.clients.consumer.list_topics(timeout=15).topics
         topics = sorted(name for name in metadata if self.plan.replicates_topic(name))
+        self.targets.read_limits_ahead(topics)
         keys = [TopicPartition(topic, p) for topic in topics for p in metadata[topic].partitions]
         ids, bounds = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
                               lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60))
@@ -184,8 +186,11 @@ class PartitionAssigner:
             return
         topics = sorted({topic for topic, _ in new})
         targets, name = self.targets, self.targets.name
+        # The target topics' record limits matter from the first record produced, after this returns: read beside the
+        # rest of the assignment, storing every partition's start included (the configs of 1,000 topics, about 33 KiB
+        # each as the broker answers them, read before it took the start 1.3-1.5 s at 10,000 partitions).
+        limits = targets.limits(topics)
         # What the engine's start read of the target already (`TargetTopics.starting_from`) is not asked again.
-        limits = targets.limits_at_start({name(topic) for topic in topics})
         target_ends = {(name(t), p): targets.at_start.ends[(name(t), p)] for t, p in new
                        if (name(t), p) in targets.at_start.ends}
         ends_asked = [TopicPartition(name(t), p) for t, p in new if (name(t), p) not in target_ends]
@@ -195,14 +200,12 @@ class PartitionAssigner:
         # The rest at once, each through clients of its own. Longer than the default wait: either cluster may still
         # be electing the leaders of topics just created (thousands of partitions on a busy broker take more than the
         # default 15 s).
-        ids_read, bounds_read, ends_read, limits_read = at_once(
+        ids_read, bounds_read, ends_read = at_once(
             lambda: _topic_ids(admin_client(self.clients.source_config), [t for t in topics if t not in ids]),
             lambda: partition_bounds(self.clients.source_config,
                                      [TopicPartition(*key) for key in new if key not in bounds], timeout_s=60),
             lambda: list_offsets(admin_client(self.clients.target_config), ends_asked, OffsetSpec.latest(),
-                                 timeout_s=60),
-            lambda: read_limits(self.clients.target_admin, sorted({name(topic) for topic in topics} - set(limits))))
-        targets.learn({**limits, **limits_read})
+                                 timeout_s=60))
         ids.update(ids_read)
         bounds.update(bounds_read)
         target_ends.update(ends_read)
@@ -219,7 +222,6 @@ class PartitionAssigner:
             target_end = target_ends[(self.targets.name(topic), partition)]
             position = progress.position if progress else starts[key]
             state = PartitionState(topic, partition, self.targets.name(topic), position, ids.get(topic, ""),
-                                   self.clients.record_limits.get(self.targets.name(topic), FAR),
                                    offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
@@ -265,6 +267,23 @@ class PartitionAssigner:
         fresh = [key for key in new if key not in self.stored]
         if fresh:
             self.delivery.store_start(fresh)
+        try:
+            targets.learn(limits.result())
+        except BaseException:  # none of them is copied: the next assignment takes them again
+            self._undo(new, assignment + stopped, assigned)
+            raise
+        for key in new:
+            self.states[key].fit_to(self.clients.record_limits.get(name(key[0]), FAR))
+
+    def _undo(self, new: list[TopicPartitionKey], partitions: list[TopicPartition], assigned: bool) -> None:
+        """`_start_copying` failed before their records could be copied: the consumer and the states as before."""
+        for key in new:
+            self.states.pop(key, None)
+        if assigned:
+            self.clients.consumer.pause(partitions)
+            self.awaiting_target.update(new)
+        elif partitions:
+            self.clients.consumer.incremental_unassign(partitions)
 
     def _fresh_starts(self, fresh: list[TopicPartitionKey], earliest: dict[TopicPartitionKey, int],
                       latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:

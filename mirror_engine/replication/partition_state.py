@@ -77,8 +77,13 @@ class PartitionState:
 
     def __post_init__(self) -> None:
         self.produced_next = self.acked_next = self.start_position
+        self.fit_to(self.max_batch_bytes)
+
+    def fit_to(self, max_batch_bytes: int) -> None:
+        """The target topic takes batches of at most this size (its max.message.bytes)."""
+        self.max_batch_bytes = max_batch_bytes
         # Records within this raw size (key + value + a bound of the headers) fit the target topic for sure.
-        self.raw_budget = raw_size_budget(self.max_batch_bytes)
+        self.raw_budget = raw_size_budget(max_batch_bytes)
 
     def callback(self, source: int, boundary: bool, produced: int) -> Callable[[Any, Any], None]:
         """The delivery callback of a record that carries one (see the class docstring); `produced` counts the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from confluent_kafka import Producer
@@ -13,7 +14,9 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_engine.kafka import (
     ClusterState,
+    admin_client,
     at_once,
+    beside,
     describe_topic_configs,
     metadata_of,
     record_limit,
@@ -41,6 +44,7 @@ class TargetTopics:
         # partitions of each target topic the producers need not be asked about then.
         self.at_start = ClusterState(0, {})
         self.known_at_start: dict[str, int] = {}
+        self._limits_ahead: Future[dict[str, tuple[int, bool]]] | None = None  # see `read_limits_ahead`
 
     def name(self, topic: str) -> str:
         """The target topic of a source topic."""
@@ -49,7 +53,7 @@ class TargetTopics:
         return self.names[topic]
 
     def starting_from(self, target: ClusterState | None) -> None:
-        """The target as the engine's start just read it (its topics' limits, its partitions' ends, the topics the
+        """The target as the engine's start just read it (its topics, its partitions' ends, the topics the
         preparation left unchanged): the assignment made at start takes what it needs from there instead of asking
         again (None: ask).
 
@@ -62,6 +66,29 @@ class TargetTopics:
         created or grew are left out of `target`: those are asked."""
         self.at_start = target or ClusterState(0, {})
         self.known_at_start = {name: state.partitions for name, state in self.at_start.topics.items()}
+        if target is None:
+            self._limits_ahead = None
+
+    def read_limits_ahead(self, topics: list[str]) -> None:
+        """Start reading the record limits of these source topics' target topics, as the engine starts: the configs
+        of 1,000 topics take the target a second or more, which then runs beside the rest of the start instead of
+        after it, through a client of its own. A target topic missing then (the preparation creates it) is left to
+        `limits`."""
+        admin, names = admin_client(self.clients.target_config), [self.name(topic) for topic in topics]
+        self._limits_ahead = beside(lambda: read_limits(admin, names, missing=[]))
+
+    def limits(self, topics: list[str]) -> Future[dict[str, tuple[int, bool]]]:
+        """The record limits of these source topics' target topics (`learn`'s form), being read: those read ahead
+        (`read_limits_ahead`) are not asked again. Taken by the assignment only once it stored its partitions' start,
+        so that the read runs beside it: the copy needs them only from its first record produced."""
+        admin, names, ahead = self.clients.target_admin, [self.name(topic) for topic in topics], self._limits_ahead
+
+        def read() -> dict[str, tuple[int, bool]]:
+            known = ahead.result() if ahead is not None else {}
+            return {**{name: known[name] for name in names if name in known},
+                    **read_limits(admin, [name for name in names if name not in known])}
+
+        return beside(read)
 
     def existing(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of `keys` whose target partition exists. The source may have grown since the target was prepared
@@ -98,11 +125,6 @@ class TargetTopics:
                 log.warning("target topic %s uses LogAppendTime: the source records' timestamps are replaced "
                             "by the target broker's time", target)
 
-    def limits_at_start(self, targets: set[str]) -> dict[str, tuple[int, bool]]:
-        """What the start read of these target topics' limits (`learn`'s form)."""
-        return {target: (state.max_message_bytes, state.log_append_time)
-                for target, state in self.at_start.topics.items() if target in targets}
-
     def producers_know(self, partitions: list[TopicPartitionKey], timeout_s: float = 30.0) -> None:
         """Give these partitions' target topics their producers (`RecordProducers.spread`, by the flow's size), then
         refresh those producers' metadata until each sees its target partitions (produce() to a partition its cache
@@ -135,10 +157,14 @@ class TargetTopics:
             time.sleep(0.2)
 
 
-def read_limits(admin: AdminClient, targets: list[str]) -> dict[str, tuple[int, bool]]:
-    """{target topic: (max.message.bytes, LogAppendTime)} as the target says now."""
+def read_limits(admin: AdminClient, targets: list[str], missing: list[str] | None = None
+                ) -> dict[str, tuple[int, bool]]:
+    """{target topic: (max.message.bytes, LogAppendTime)} as the target says now (`missing`: see
+    `describe_topic_configs`)."""
+    if not targets:
+        return {}
     return {target: (record_limit(entries), stamps_log_append_time(entries))
-            for target, entries in describe_topic_configs(admin, targets).items()}
+            for target, entries in describe_topic_configs(admin, targets, missing=missing).items()}
 
 
 def _shown_by(producer: Producer, targets: dict[str, int], timeout_s: float) -> Callable[[], dict[str, Any]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import NewTopic
@@ -11,7 +13,7 @@ from confluent_kafka.admin import NewTopic
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.kafka import batch_size_alone
 from mirror_engine.observe import read_worker_statuses
-from mirror_engine.replication import Replicator
+from mirror_engine.replication import Replicator, delivery, target_topics
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 
@@ -52,7 +54,33 @@ def _copied(target: KafkaCluster, topic: str, partition: int) -> list[tuple]:
     return [r.content() for r in read_partition(target, topic, partition)]
 
 
-def test_a_record_the_target_cannot_take_stops_only_its_partition_and_says_why(kafka_pair, unique_name):
+def _limits_answered_once_the_start_is_stored(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The target topics' record limits answered only once the first assignment stored its partitions' start: the
+    consumer is assigned by then, and the copy must still wait for the limits (a batch produced before them is one
+    the target refuses). Whether each answer came after the start was stored is appended to the list returned."""
+    stored, answered_after_store = threading.Event(), []
+    read_limits = target_topics.read_limits
+
+    def held(admin: object, targets: list[str], missing: list[str] | None = None) -> dict:
+        answered_after_store.append(stored.wait(20))
+        return read_limits(admin, targets, missing)
+
+    monkeypatch.setattr(target_topics, "read_limits", held)
+    for mode in (delivery.AtLeastOnce, delivery.Transactional):
+        monkeypatch.setattr(mode, "store_start", _then(mode.store_start, stored.set))
+    return answered_after_store
+
+
+def _then(call: Callable[..., None], after: Callable[[], None]) -> Callable[..., None]:
+    def both(*args: object) -> None:
+        call(*args)
+        after()
+
+    return both
+
+
+def test_a_record_the_target_cannot_take_stops_only_its_partition_and_says_why(kafka_pair, unique_name,
+                                                                               monkeypatch):
     source, target = kafka_pair
     topic = unique_name
     create_topics(source, [NewTopic(topic, 3, 1)])
@@ -67,8 +95,13 @@ def test_a_record_the_target_cannot_take_stops_only_its_partition_and_says_why(k
     plan = make_plan(source, target, topic, sync={"config_exclude": ["max.message.bytes"]},
                      engine={"status_interval_s": 0.5, "progress_interval_s": 0.2})
 
+    limits_after_start = _limits_answered_once_the_start_is_stored(monkeypatch)
     replicator, summary = _run(plan, source, target)
+    monkeypatch.undo()
 
+    # The limits were read beside the assignment, not before it (the start of 10,000 partitions waited 1.3-1.5 s
+    # for them); the 400 KB of partition 0 went out in batches under the limit all the same.
+    assert limits_after_start and all(limits_after_start), limits_after_start
     assert set(summary.failed_partitions) == {f"{topic}[1]", f"{topic}[2]"}, summary.failed_partitions
     value_reason, key_reason = summary.failed_partitions[f"{topic}[1]"], summary.failed_partitions[f"{topic}[2]"]
     # Size as the broker counts it: a batch of this one record (61-byte batch header + the record).

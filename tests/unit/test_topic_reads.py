@@ -350,3 +350,13 @@ def test_the_clients_offsets_call_answers_through_one_future():
                                   IsolationLevel.READ_UNCOMMITTED)
     error = answer.exception(timeout=10)
     assert isinstance(error, KafkaException) and error.args[0].code() == KafkaError._TIMED_OUT, error
+
+
+def test_topic_configs_asked_ahead_name_the_topics_not_there_yet_at_once():
+    # The engine's start asks its target topics' limits before the preparation created the missing ones.
+    admin = LaggingBrokerConfigAdmin(late={"created-later"}, unknown_for=10**6)
+    missing: list[str] = []
+    entries = describe_topic_configs(admin, ["kept", "created-later"], timeout_s=10,  # type: ignore[arg-type]
+                                     missing=missing)
+    assert sorted(entries) == ["kept"] and missing == ["created-later"]
+    assert admin.asked_names == ["kept", "created-later"]  # asked once, not again until the timeout
