@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from kafka_local.cluster import KafkaCluster
@@ -128,3 +129,65 @@ def test_a_record_the_target_cannot_take_stops_only_its_partition_and_says_why(k
     assert len(_copied(target, topic, 0)) == len(partition0)
     assert len(_copied(target, topic, 1)) == 10
     assert len(_copied(target, topic, 2)) == 5
+
+
+def _copied_yet(target: KafkaCluster, topic: str, records: int) -> bool:
+    try:
+        return len(_copied(target, topic, 0)) >= records
+    except KafkaException:  # the target topic is not there yet
+        return False
+
+
+def _limits_refused_once_for(monkeypatch: pytest.MonkeyPatch, topic: str) -> list[list[str]]:
+    """The first read of `topic`'s record limits fails (a target that did not answer in time, say); the topics of
+    each refused read are appended to the list returned."""
+    refused: list[list[str]] = []
+    read_limits = target_topics.read_limits
+
+    def refusing_once(admin: object, targets: list[str], missing: list[str] | None = None) -> dict:
+        if topic in targets and not refused:
+            refused.append(sorted(targets))
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "injected: the target did not answer in time"))
+        return read_limits(admin, targets, missing)
+
+    monkeypatch.setattr(target_topics, "read_limits", refusing_once)
+    return refused
+
+
+def test_a_topic_whose_limits_could_not_be_read_is_copied_within_them_once_they_are(kafka_pair, unique_name,
+                                                                                     monkeypatch):
+    source, target = kafka_pair
+    first, later = f"{unique_name}-first", f"{unique_name}-later"
+    create_topics(source, [NewTopic(first, 1, 1)])
+    produce(source, first, _small(0, 0, 5))
+    # The topic a refresh will find: on the target already, empty, with a lower limit than the source's.
+    create_topics(target, [NewTopic(later, 1, 1, config={"max.message.bytes": str(TARGET_LIMIT)})])
+    plan = make_plan(source, target, unique_name, sync={"config_exclude": ["max.message.bytes"]},
+                     engine={"refresh_interval_s": 1, "status_interval_s": 0.5, "progress_interval_s": 0.2})
+    # The assignment that takes the new topic cannot read its limits the first time: it is undone, and a later
+    # refresh assigns the topic again. Copied without its limits, the large record would go to the target, which
+    # refuses it; copied within them, the engine stops the partition there itself, saying why.
+    refused = _limits_refused_once_for(monkeypatch, later)
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    ran: list = []
+    runner = threading.Thread(target=lambda: ran.append(replicator.run(max_seconds=90)))
+    runner.start()
+    records = [*_small(0, 0, 10), (0, b"big-value", os.urandom(150_000), [], BASE_TS + 10), *_small(0, 11, 20)]
+    try:
+        deadline = time.monotonic() + 60
+        while not _copied_yet(target, first, 5):
+            assert time.monotonic() < deadline and runner.is_alive(), "the first topic was not copied"
+            time.sleep(0.2)
+        create_topics(source, [NewTopic(later, 1, 1)])
+        produce(source, later, records, **{"message.max.bytes": 2_000_000})
+        while not (state := replicator.states.get((later, 0))) or not state.failed:
+            assert time.monotonic() < deadline and runner.is_alive(), "the new topic's partition did not stop"
+            time.sleep(0.2)
+    finally:
+        replicator.stop()
+        runner.join(60)
+    assert refused and later in refused[0], refused
+    assert ran and not replicator.fatal, replicator.fatal  # a refused batch is fatal to the producer
+    reason = ran[0].failed_partitions[f"{later}[0]"]
+    assert "offset 10" in reason and "max.message.bytes" in reason and str(TARGET_LIMIT) in reason, reason
+    assert _copied(target, later, 0) == _content(records[:10])
