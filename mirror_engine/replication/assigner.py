@@ -60,7 +60,6 @@ class PartitionAssigner:
         self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
         self.source_topics: list[str] = []
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
-        self.paused = False  # new partitions are assigned paused while the flow is
         # Partitions the group gave this worker before their target partition existed: assigned paused at their
         # beginning, copied once a refresh prepared the target (`assign_awaiting`).
         self.awaiting_target: set[TopicPartitionKey] = set()
@@ -109,10 +108,6 @@ class PartitionAssigner:
         self.targets.flow_topics = len(source_topics)
         if initial:
             self.initial_partitions = self.plan_partitions()
-
-    def set_paused(self, paused: bool) -> None:
-        """Assign new partitions paused (or not) from now on, as the flow is."""
-        self.paused = paused
 
     def managed_topics(self) -> frozenset[str]:
         """The target topics this flow writes: those it copies now and those it stored progress for."""
@@ -251,7 +246,7 @@ class PartitionAssigner:
             if assigned:
                 for partition in assignment + stopped:
                     consumer.seek(partition)
-                if assignment and not self.paused:
+                if assignment:
                     consumer.resume(assignment)
             else:
                 if not set(topics) <= set(ahead.ids):  # `read_ahead` asked it then
@@ -259,8 +254,6 @@ class PartitionAssigner:
                 consumer.incremental_assign(assignment + stopped)
                 if stopped:
                     consumer.pause(stopped)
-                if self.paused and assignment:
-                    consumer.pause(assignment)
             log.info("copying %d partition(s) of %d topic(s)", len(assignment), len(topics))
         # Only where nothing is stored yet: a partition with stored progress is the flow's already, and waiting for
         # the target to acknowledge its start again would delay every restart's first record.

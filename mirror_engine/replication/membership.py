@@ -69,7 +69,7 @@ class Membership:
 
     def unassign(self, partitions: list[TopicPartition]) -> None:
         """Stop fetching these partitions. Resumed first: librdkafka keeps a partition's pause across its
-        unassignment, so one given up paused (the flow paused, a partition stopped or waiting for its target) came
+        unassignment, so one given up paused (a partition stopped or waiting for its target) came
         back paused the next time the group gave it to this consumer, and was never fetched again (a worker held
         such partitions behind for good). Resuming one that is not paused changes nothing."""
         if partitions:
