@@ -209,7 +209,7 @@ class Replicator:
             control.result()
             if ahead is not None:
                 ahead.result()  # before `follow`, which lists the plan's partitions from it
-            self._set_flow_state(self.control.flow_state)
+            self.flow_state = self.control.flow_state
             self.assigner.follow(copyable, initial=True)
         self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
@@ -310,33 +310,25 @@ class Replicator:
             log.info("stopped copying %s: producers switched to the target", ", ".join(sorted(changes.switched)))
         self.membership.resume_backfilled(changes.backfilled, stopped=self.flow_state == "stopped")
 
-    def _set_flow_state(self, state: str) -> None:
-        self.flow_state = state
-
     def _apply_flow_state(self, state: str) -> None:
-        previous = self.flow_state
-        self._set_flow_state(state)
+        previous, self.flow_state = self.flow_state, state
         if state == "stopped":
             self.membership.release_all()
             log.info("flow stopped: progress stored, partitions released")
         elif previous == "stopped":
             self.membership.acquire()
             log.info("flow started%s", " (paused)" if state == "paused" else "")
-        else:
-            self._set_paused(state == "paused")
-
-    def _set_paused(self, paused: bool) -> None:
-        """The copy stops or goes on; progress and assignment are kept.
-
-        A paused flow stops consuming (`_held`) instead of pausing its partitions in the consumer, whose prefetch,
-        bounded, then stops fetching: librdkafka's pause() and resume() look each partition's topic up in a list of
-        the client's topics and wait for its main thread, with the GIL held throughout. 10,000 partitions over 1,000
-        topics held the whole engine about 4 s each way (heartbeats, status, the checkpoint loop)."""
-        log.info("flow %s: %d partition(s)", "paused" if paused else "resumed", len(self.states))
+        else:  # the copy's loop consumes or not (`_held`); progress and assignment are kept
+            log.info("flow %s: %d partition(s)", "paused" if state == "paused" else "resumed", len(self.states))
 
     @staticmethod
     def _held() -> list:
-        """The copy's turn while the flow is paused: nothing consumed (the producers are still served by `copy`)."""
+        """The copy's turn while the flow is paused: nothing consumed (the producers are still served by `copy`).
+
+        The consumer's prefetch, bounded, then stops fetching. Its partitions are not paused: librdkafka's pause()
+        and resume() look each partition's topic up in a list of the client's topics and wait for its main thread,
+        with the GIL held throughout; 10,000 partitions over 1,000 topics held the whole engine about 4 s each way
+        (heartbeats, status, the checkpoint loop)."""
         time.sleep(0.2)
         return []
 
