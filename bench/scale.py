@@ -8,7 +8,8 @@ members), and a plan copying them with `engine.run_checkpoints: true`. Then, fro
   and the copy rate beside the raw produce rate of the same records into the same number of partitions (measured
   in the same run, into a topic set of its own); the engine's peak RSS;
 - status: the status topic's largest record and the bytes written to it per status interval, in steady state;
-- logs: the engine's log lines per minute in steady state (`--steady` seconds after the copy caught up);
+- logs: the engine's log lines per minute in steady state (`--steady` seconds after the copy caught up), and its
+  CPU over that time;
 - a checkpoint round: every group translated (a read-only round beside the engine's own, `run_once(write=False)`);
 - `switch-group` of one group: wall time of the command, proof included;
 - DAG parse: the migration DAG file parsed with the shape's plan as its only plan.
@@ -424,10 +425,11 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         figures.copy_cpu_s = cpu_seconds(engine.pid)
         if caught_up is not None and first is not None and caught_up > first:
             figures.rate = total / (caught_up - first)  # from the first record: start-up is its own figure
-        lines_before = _log_lines(engine_log)
+        lines_before, cpu_before = _log_lines(engine_log), cpu_seconds(engine.pid)
         time.sleep(steady_s)
         lines = _log_lines(engine_log) - lines_before
         figures.log_lines_per_minute = lines * 60 / steady_s
+        figures.steady_cpu_per_minute = (cpu_seconds(engine.pid) - cpu_before) * 60 / steady_s
         # Every status record since the launch: the start-up's included, when the most partitions change.
         largest, written, span_ms = status_sizes(target, InternalTopics.for_plan(plan).status, launched_ms)
         figures.largest_status_kib = largest / 1024
@@ -534,6 +536,7 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
         ["largest status record, KiB", *(cell(r.largest_status_kib) for r in results), "<= 64"],
         ["status written per interval, KiB", *(cell(r.status_kib_per_interval) for r in results), "< 1,024"],
         ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
+        ["engine CPU a minute once caught up, s", *(cell(r.steady_cpu_per_minute, 2) for r in results), ""],
     ]
     print_table("Costs by cluster size (seconds unless named)", header, rows,
                 ["two workers joining and leaving: --workers; the cockpit: bench/cockpit_overview.py"])

@@ -42,6 +42,7 @@ class Figures:
     status_kib_per_interval: float | None = None
     log_lines_per_minute: float | None = None
     copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
+    steady_cpu_per_minute: float | None = None  # CPU seconds of the engine a minute once caught up (`--steady`)
 
 
 @dataclass

@@ -77,10 +77,12 @@ class SyncSpec(StrictModel):
     # A target topic with more partitions than its source is an error unless this is set: producers moved to
     # the target would place keys in other partitions than their copied history.
     allow_more_target_partitions: bool = False
-    # Configs and ACLs are synced at every refresh of the engine (engine.refresh_interval_s). A shorter interval
-    # here (MM2's sync.topic.configs.interval.seconds / sync.topic.acls.interval.seconds) also syncs them that
-    # often beside the copy (`run` and `worker`); null: only at the engine's refreshes.
-    configs_interval_s: optional_seconds(0.1, 86_400) = None
+    # The configs of the topics the target has are synced at the engine's first refresh, as the copy starts, then
+    # every configs_interval_s (MM2's sync.topic.configs.interval.seconds and its default), at a refresh; null: at
+    # every refresh (engine.refresh_interval_s). ACLs are synced at every refresh. An interval shorter than the
+    # refresh's (MM2's sync.topic.acls.interval.seconds for ACLs) also syncs them that often beside the copy (`run`
+    # and `worker`). A new topic gets its configs as it is created, at any refresh.
+    configs_interval_s: optional_seconds(0.1, 86_400) = 600.0
     acls_interval_s: optional_seconds(0.1, 86_400) = None
     # A sync the plan asks for that the source principal's permissions do not allow (configs: DESCRIBE_CONFIGS on
     # each topic; ACLs: DESCRIBE on the cluster; group offsets: DESCRIBE on each group) is skipped with a warning

@@ -2,7 +2,8 @@
 checkpoint connector and its source connector's timers beside the replication itself.
 
 The Replicator copies, writes heartbeats (`engine.emit_heartbeats`, every `engine.heartbeat_interval_s`) and
-refreshes topics, partitions, configs and ACLs (every `engine.refresh_interval_s`). Beside it, each in a
+refreshes topics, partitions and ACLs (every `engine.refresh_interval_s`) and configs (at a refresh, every
+`sync.configs_interval_s`). Beside it, each in a
 background thread of its own:
 - the checkpoint loop (`checkpoint_loop`), when `engine.run_checkpoints`: checkpoints, group offset sync and
   group refresh, written by one process of the flow at a time;
@@ -38,6 +39,8 @@ def periodic_work(plan: MigrationPlan) -> list[str]:
             lines.append(f"{name}: off")
         elif interval is not None and interval < engine.refresh_interval_s:
             lines.append(f"{name}: every {interval:g} s and at each topic refresh")
+        elif interval is not None and name == "config sync":  # `TargetUpkeep.configs_due`
+            lines.append(f"{name}: at the first topic refresh, then every {interval:g} s")
         else:
             lines.append(f"{name}: at each topic refresh")
     sync_interval = cutover.sync_group_offsets_interval_s or cutover.checkpoint_interval_s

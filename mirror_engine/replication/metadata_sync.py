@@ -1,9 +1,10 @@
 """Topic config and ACL sync at their own intervals, beside the copy (MM2's `sync.topic.configs.interval.seconds`
 and `sync.topic.acls.interval.seconds`).
 
-The engine syncs configs and ACLs at each of its refreshes (`engine.refresh_interval_s`), as part of target
-preparation. A plan whose `sync.configs_interval_s` or `sync.acls_interval_s` is shorter than that gets them
-synced that often too, by these tasks; a longer one changes nothing (the refresh already syncs more often).
+The engine syncs ACLs at each of its refreshes (`engine.refresh_interval_s`), and configs at a refresh every
+`sync.configs_interval_s` (`TargetUpkeep.configs_due`), as part of target preparation. A plan whose
+`sync.configs_interval_s` or `sync.acls_interval_s` is shorter than the refresh's gets them synced that often too,
+by these tasks.
 A task applies only its own kind of change (config changes, or ACL creations), and nothing while the target has
 a problem for the plan (the engine's refresh then reports it and applies nothing either).
 """

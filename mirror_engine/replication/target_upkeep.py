@@ -1,5 +1,6 @@
-"""The target kept ready while the engine runs: topics created or grown, configs and ACLs synced (at start and
-at every refresh, so new matching topics and added partitions are copied too).
+"""The target kept ready while the engine runs: topics created or grown and ACLs synced at start and at every
+refresh, so new matching topics and added partitions are copied too; the configs of the topics the target has synced
+at the first refresh, then every `sync.configs_interval_s` (at a refresh).
 
 A topic the target refuses to create or grow does not stop the others: it is left out of the copy, named with
 the target's reason in the log (once per reason) and the status (`Faults.blocked_topics`), and tried again at
@@ -41,6 +42,19 @@ class TargetUpkeep:
         self.target_configs = TargetConfigs()  # the target asked once per process about each source config
         # The target as the last preparation read it, without the topics it changed since: see `prepare`.
         self.target_read: ClusterState | None = None
+        self._configs_read_at: float | None = None  # when a refresh last read every topic's configs (monotonic)
+
+    def configs_due(self) -> bool:
+        """Whether this refresh syncs the configs of the topics the target has: the first does, then one every
+        `sync.configs_interval_s` (null: every one). Each reads every topic's configs on both clusters: at 1,000
+        topics about 66 MiB as the brokers answer (librdkafka asks each entry's synonyms too), 0.6 s of this process's
+        CPU, every `engine.refresh_interval_s` when read at each refresh (30 s by default) where MirrorMaker 2 reads
+        them every 10 minutes. New topics get their configs as they are created, at any refresh."""
+        interval = self.plan.sync.configs_interval_s
+        if self._configs_read_at is None or interval is None:
+            return True
+        # Within half a refresh: refreshes every 30 s sync configs every 600 s, not every 630 s.
+        return time.monotonic() - self._configs_read_at >= interval - self.plan.engine.refresh_interval_s / 2
 
     def prepare(self, managed: ManagedTopics, initial: bool,
                 clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> list[str] | None:
@@ -52,18 +66,22 @@ class TargetUpkeep:
 
         At the start the source configs are read only of the topics to create, and the target's configs not at all:
         the configs of the target's topics are synced by the first refresh, which starts with the copy and runs beside
-        it, as every refresh after; the record limits the copy needs of them are read beside the first assignment
+        it, then when due (`configs_due`); the record limits the copy needs of them are read beside the first assignment
         (`PartitionAssigner`). Read before the copy, they held up its first record (the configs of 1,000 topics, about
         33 KiB each as the broker answers them, cost a third of a second of this process's CPU, shared with the
         start's other reads, and 1.3-1.5 s before the first record at 10,000 partitions)."""
         failures = ""
+        configs = not initial and self.configs_due()
         for attempt in range(3):
+            reading = time.monotonic()
             preparation = prepare_target(self.plan, self.source_config, self.target_config, apply=True,
                                          managed_topics=managed, best_effort=True, target_configs=self.target_configs,
                                          clusters=clusters, internal_topics=False,  # the engine made them
-                                         ends_of_managed=initial, configs_of_existing=not initial,
+                                         ends_of_managed=initial, configs_of_existing=configs,
                                          on_planned=self._planned)
             prepared, result = preparation.prepared, preparation.applied
+            if configs:
+                self._configs_read_at = reading
             self.target_read = _unchanged(prepared.target, preparation.actions) if result is None or \
                 not result.failed else None
             if prepared.problems and self.beside_others and attempt < 2:

@@ -24,7 +24,8 @@ def test_an_mm2_file_runs_every_task_of_mm2s_dedicated_mode_at_mm2s_defaults():
     work = _lines(MINIMAL)
     assert work["heartbeats"] == "every 1 s"
     assert work["topic refresh (new topics and partitions)"] == "every 600 s"
-    assert work["config sync"] == work["ACL sync"] == "at each topic refresh"
+    assert work["config sync"] == "at the first topic refresh, then every 600 s"
+    assert work["ACL sync"] == "at each topic refresh"
     assert work["checkpoints"] == "every 60 s (by the flow's checkpoint lease holder)"
     assert work["group offset sync"] == "off"
     assert work["group refresh"] == "every 600 s"
@@ -45,6 +46,10 @@ def test_a_yaml_plan_leaves_checkpoints_to_the_checkpoint_command_unless_it_asks
             "target": {"alias": "b", "bootstrap_servers": "h:2"}}
     work = dict(line.split(": ", 1) for line in periodic_work(plan_from_dict(base)))
     assert work["checkpoints"].startswith("not in this process")
+    assert work["config sync"] == "at the first topic refresh, then every 600 s"  # MM2's default, as a refresh reads
+    # every topic's configs on both clusters
+    every_refresh = plan_from_dict({**base, "sync": {"configs_interval_s": None}})
+    assert dict(line.split(": ", 1) for line in periodic_work(every_refresh))["config sync"] == "at each topic refresh"
     assert "group refresh" not in work
     asked = plan_from_dict({**base, "engine": {"run_checkpoints": True}, "cutover": {"checkpoint_interval_s": 4}})
     work = dict(line.split(": ", 1) for line in periodic_work(asked))
