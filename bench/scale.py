@@ -429,7 +429,13 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         time.sleep(steady_s)
         lines = _log_lines(engine_log) - lines_before
         figures.log_lines_per_minute = lines * 60 / steady_s
-        figures.steady_cpu_per_minute = (cpu_seconds(engine.pid) - cpu_before) * 60 / steady_s
+        cpu_after = cpu_seconds(engine.pid)
+        if cpu_before is not None and cpu_after is not None:
+            figures.steady_cpu_per_minute = (cpu_after - cpu_before) * 60 / steady_s
+        if engine.poll() is not None:  # its figures are cut short: say why
+            tail = engine_log.read_text(errors="replace").splitlines()[-30:]
+            log.error("the engine exited with %d before it was stopped; its log ends:\n%s", engine.returncode,
+                      "\n".join(tail))
         # Every status record since the launch: the start-up's included, when the most partitions change.
         largest, written, span_ms = status_sizes(target, InternalTopics.for_plan(plan).status, launched_ms)
         figures.largest_status_kib = largest / 1024
