@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,6 +67,25 @@ _COORDINATOR_MOVING = frozenset({
     KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
 })
 
+# librdkafka 2.16 aborts the whole process when an admin request to a group coordinator (describing a group, reading
+# or committing its offsets) reaches its `request_timeout` before the coordinator was found and connected, and the
+# coordinator then answers (confluentinc/librdkafka#4605): a target broker silent for longer than the timeout, then
+# back, took the engine and its copy down. Such requests are given this long in the client; callers wait their own,
+# shorter, time for the answer (`coordinator_result`), and an answer that comes later is dropped.
+COORDINATOR_PATIENCE_S = 900.0
+
+
+def coordinator_result(future: Future, timeout_s: float) -> Any:
+    """The answer of an admin request to a group coordinator, sent with `COORDINATOR_PATIENCE_S`; no answer within
+    `timeout_s` raises KafkaException(_TIMED_OUT) as the client's own timeout would."""
+    if not wait_for([future], timeout=timeout_s).done:
+        raise KafkaException(_no_answer(timeout_s))
+    return future.result()
+
+
+def _no_answer(timeout_s: float) -> KafkaError:
+    return KafkaError(KafkaError._TIMED_OUT, f"no answer from the group's coordinator within {timeout_s:g} s")
+
 
 def _retrying(call: Callable[[], T], timeout_s: float) -> T:
     """Retry the brief errors of a group coordinator that is loading or moving (a fresh cluster's first minute)."""
@@ -79,8 +100,8 @@ def _retrying(call: Callable[[], T], timeout_s: float) -> T:
 
 
 def describe_group(admin: AdminClient, group: str, timeout_s: float = 15.0) -> GroupState:
-    description = _retrying(
-        lambda: admin.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(), timeout_s)
+    description = _retrying(lambda: coordinator_result(admin.describe_consumer_groups(
+        [group], request_timeout=COORDINATOR_PATIENCE_S)[group], timeout_s), timeout_s)
     state = getattr(description.state, "name", str(description.state))
     return GroupState(group, state, len(description.members))
 
@@ -105,8 +126,8 @@ def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -
     request = [ConsumerGroupTopicPartitions(group)]
     try:
         describe_group(admin, group, timeout_s)
-        result = _retrying(
-            lambda: admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group].result(), timeout_s)
+        result = _retrying(lambda: coordinator_result(admin.list_consumer_group_offsets(
+            request, request_timeout=COORDINATOR_PATIENCE_S)[group], timeout_s), timeout_s)
     except KafkaException as error:
         raise GroupError(f"reading the offsets of group {group!r} failed: {error.args[0].str()}") from None
     return _offsets_of(group, result)
@@ -120,8 +141,9 @@ def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionK
     partitions = [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())]
 
     def commit() -> None:
-        result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
-                                                    request_timeout=timeout_s)[group].result()
+        asked = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
+                                                   request_timeout=COORDINATOR_PATIENCE_S)
+        result = coordinator_result(asked[group], timeout_s)
         # The request as a whole succeeds while each partition may carry its own error (a coordinator still
         # loading refuses them all this way): nothing was committed for those.
         refused = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]
@@ -161,8 +183,10 @@ def _described(admin: AdminClient, groups: list[str], timeout_s: float) -> dict[
     deadline = time.monotonic() + timeout_s
     while pending:
         retry = []
-        for group, future in admin.describe_consumer_groups(pending, request_timeout=timeout_s).items():
-            error = refusal(future)
+        asked = admin.describe_consumer_groups(pending, request_timeout=COORDINATOR_PATIENCE_S)
+        unanswered = wait_for(list(asked.values()), timeout=timeout_s).not_done
+        for group, future in asked.items():
+            error = KafkaException(_no_answer(timeout_s)) if future in unanswered else refusal(future)
             if error is None:
                 answers[group] = future.result()
             elif error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
@@ -186,10 +210,11 @@ def _offsets_of(group: str, result: ConsumerGroupTopicPartitions) -> dict[TopicP
     return offsets
 
 
-def _many(groups: list[str], send: Callable[[str], object], settle: Callable[[str, object], T],
+def _many(groups: list[str], send: Callable[[str], Future], settle: Callable[[str, Future], T],
           what: str, timeout_s: float) -> dict[str, T | GroupError]:
-    """`send` a request per group, IN_FLIGHT at a time, then `settle` each answer; the brief errors of a moving
-    coordinator are asked again, any other error becomes the group's GroupError."""
+    """`send` a request per group (with `COORDINATOR_PATIENCE_S`), IN_FLIGHT at a time, then `settle` each answer
+    that came within `timeout_s`; the brief errors of a moving coordinator are asked again, any other error, or no
+    answer, becomes the group's GroupError."""
     results: dict[str, T | GroupError] = {}
     pending = list(groups)
     deadline = time.monotonic() + timeout_s
@@ -197,8 +222,11 @@ def _many(groups: list[str], send: Callable[[str], object], settle: Callable[[st
         retry = []
         for start in range(0, len(pending), IN_FLIGHT):
             sent = [(group, send(group)) for group in pending[start:start + IN_FLIGHT]]
+            unanswered = wait_for([future for _, future in sent], timeout=timeout_s).not_done
             for group, future in sent:
                 try:
+                    if future in unanswered:
+                        raise KafkaException(_no_answer(timeout_s))
                     results[group] = settle(group, future)
                 except KafkaException as error:
                     if error.args[0].code() in _COORDINATOR_MOVING and time.monotonic() < deadline:
@@ -219,8 +247,9 @@ def committed_offsets_of(admin: AdminClient, groups: list[str], timeout_s: float
     (`describe_groups`): their coordinators answer (see `committed_offsets` for why that matters)."""
     return _many(
         groups,
-        lambda g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s)[g],
-        lambda g, future: _offsets_of(g, future.result()),  # type: ignore[attr-defined]
+        lambda g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                    request_timeout=COORDINATOR_PATIENCE_S)[g],
+        lambda g, future: _offsets_of(g, future.result()),
         "reading the offsets", timeout_s)
 
 
@@ -228,13 +257,13 @@ def commit_offsets_of(admin: AdminClient, offsets: dict[str, dict[TopicPartition
                       timeout_s: float = 30.0) -> dict[str, GroupError | None]:
     """`commit_offsets` for many groups without members, their requests sent together."""
 
-    def send(group: str) -> object:
+    def send(group: str) -> Future:
         partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets[group].items())]
         return admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
-                                                  request_timeout=timeout_s)[group]
+                                                  request_timeout=COORDINATOR_PATIENCE_S)[group]
 
-    def settle(group: str, future: object) -> None:
-        result = future.result()  # type: ignore[attr-defined]
+    def settle(group: str, future: Future) -> None:
+        result = future.result()
         refused = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]
         if refused:
             raise KafkaException(refused[0])
