@@ -126,7 +126,7 @@ def test_pause_resume_and_stop_through_the_control_topic(kafka_pair, unique_name
     topic = f"{unique_name}-pause"
     create_topics(source, [NewTopic(topic, 2, 1)])
     produce(source, topic, [(i % 2, b"k", f"a{i}".encode(), None, int(time.time() * 1000)) for i in range(100)])
-    plan = make_plan(source, target, topic)
+    plan = make_plan(source, target, topic, name=unique_name)  # its flow is left stopped: a plan of its own
     # A paused flow stops consuming, and a stopped one gives its partitions up: neither pauses nor resumes them one
     # by one in the consumer (librdkafka's pause and resume held the whole engine about 4 s each way at 10,000
     # partitions over 1,000 topics, GIL and all). Only partitions the engine paused itself are resumed.
