@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_engine.cutover.checkpoints import Checkpointer, GroupSyncResult, log_round
 from mirror_engine.flow import InternalTopics, checkpoint_lease_group
-from mirror_engine.kafka import COORDINATOR_PATIENCE_S, admin_client, coordinator_result, hold_assignment, leave_group
+from mirror_engine.kafka import admin_client, group_description, hold_assignment, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.scheduler import PeriodicTask, Scheduler
 
@@ -119,8 +119,7 @@ class CheckpointLease:
 def lease_holder(admin: AdminClient, plan: MigrationPlan, exclude_member: str | None = None) -> str | None:
     """The process holding the flow's checkpoint lease (its client id and host), or None when none does."""
     group, topic = checkpoint_lease_group(plan), InternalTopics.for_plan(plan).checkpoints
-    description = coordinator_result(admin.describe_consumer_groups(
-        [group], request_timeout=COORDINATOR_PATIENCE_S)[group], 10)
+    description = group_description(admin, group, 10)
     holders = [member for member in description.members if member.member_id != exclude_member
                and any(tp.topic == topic for tp in member.assignment.topic_partitions)]
     return ", ".join(f"'{member.client_id}' on {member.host.lstrip('/')}" for member in holders) or None

@@ -24,7 +24,6 @@ from mirror_engine.kafka.clusters import (
 from mirror_engine.kafka.concurrent_reads import at_once, beside
 from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authorizer, place_fence, remove_fence
 from mirror_engine.kafka.groups import (
-    COORDINATOR_PATIENCE_S,
     ENGINE_GROUP_PREFIX,
     GroupError,
     GroupState,
@@ -32,9 +31,9 @@ from mirror_engine.kafka.groups import (
     commit_offsets_of,
     committed_offsets,
     committed_offsets_of,
-    coordinator_result,
     describe_group,
     describe_groups,
+    group_description,
     hold_assignment,
     is_engine_group,
     leave_group,
@@ -76,7 +75,6 @@ from mirror_engine.kafka.topics import (
 )
 
 __all__ = [
-    "COORDINATOR_PATIENCE_S",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ENGINE_GROUP_PREFIX",
     "FENCE_OPTION",
@@ -108,7 +106,6 @@ __all__ = [
     "committed_offsets_of",
     "config_sync_skipped",
     "consume_available",
-    "coordinator_result",
     "create_acls",
     "decoded",
     "delete_acls",
@@ -121,6 +118,7 @@ __all__ = [
     "existing_topics",
     "fence_problem",
     "first_connection",
+    "group_description",
     "group_fence",
     "has_authorizer",
     "header_size_bound",

@@ -71,11 +71,11 @@ _COORDINATOR_MOVING = frozenset({
 # or committing its offsets) reaches its `request_timeout` before the coordinator was found and connected, and the
 # coordinator then answers (confluentinc/librdkafka#4605): a target broker silent for longer than the timeout, then
 # back, took the engine and its copy down. Such requests are given this long in the client; callers wait their own,
-# shorter, time for the answer (`coordinator_result`), and an answer that comes later is dropped.
+# shorter, time for the answer (`_coordinator_result`), and an answer that comes later is dropped.
 COORDINATOR_PATIENCE_S = 900.0
 
 
-def coordinator_result(future: Future, timeout_s: float) -> Any:
+def _coordinator_result(future: Future, timeout_s: float) -> Any:
     """The answer of an admin request to a group coordinator, sent with `COORDINATOR_PATIENCE_S`; no answer within
     `timeout_s` raises KafkaException(_TIMED_OUT) as the client's own timeout would."""
     if not wait_for([future], timeout=timeout_s).done:
@@ -99,9 +99,14 @@ def _retrying(call: Callable[[], T], timeout_s: float) -> T:
             time.sleep(0.3)
 
 
+def group_description(admin: AdminClient, group: str, timeout_s: float) -> Any:
+    """The group's ConsumerGroupDescription (its members and their assignments), asked once."""
+    return _coordinator_result(admin.describe_consumer_groups(
+        [group], request_timeout=COORDINATOR_PATIENCE_S)[group], timeout_s)
+
+
 def describe_group(admin: AdminClient, group: str, timeout_s: float = 15.0) -> GroupState:
-    description = _retrying(lambda: coordinator_result(admin.describe_consumer_groups(
-        [group], request_timeout=COORDINATOR_PATIENCE_S)[group], timeout_s), timeout_s)
+    description = _retrying(lambda: group_description(admin, group, timeout_s), timeout_s)
     state = getattr(description.state, "name", str(description.state))
     return GroupState(group, state, len(description.members))
 
@@ -126,7 +131,7 @@ def committed_offsets(admin: AdminClient, group: str, timeout_s: float = 15.0) -
     request = [ConsumerGroupTopicPartitions(group)]
     try:
         describe_group(admin, group, timeout_s)
-        result = _retrying(lambda: coordinator_result(admin.list_consumer_group_offsets(
+        result = _retrying(lambda: _coordinator_result(admin.list_consumer_group_offsets(
             request, request_timeout=COORDINATOR_PATIENCE_S)[group], timeout_s), timeout_s)
     except KafkaException as error:
         raise GroupError(f"reading the offsets of group {group!r} failed: {error.args[0].str()}") from None
@@ -143,7 +148,7 @@ def commit_offsets(admin: AdminClient, group: str, offsets: dict[TopicPartitionK
     def commit() -> None:
         asked = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
                                                    request_timeout=COORDINATOR_PATIENCE_S)
-        result = coordinator_result(asked[group], timeout_s)
+        result = _coordinator_result(asked[group], timeout_s)
         # The request as a whole succeeds while each partition may carry its own error (a coordinator still
         # loading refuses them all this way): nothing was committed for those.
         refused = [tp.error for tp in result.topic_partitions or [] if tp.error is not None]

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror_engine.flow import engine_group_id, ensure_work_units, work_unit, work_units_topic
-from mirror_engine.kafka import COORDINATOR_PATIENCE_S, coordinator_result, hold_assignment, leave_group
+from mirror_engine.kafka import group_description, hold_assignment, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
@@ -135,9 +135,7 @@ class SingleProcess(Membership):
         """Beside workers of the same flow, a single engine would copy their partitions twice."""
         group = engine_group_id(self.plan)
         try:
-            described = self.clients.target_admin.describe_consumer_groups([group],
-                                                                          request_timeout=COORDINATOR_PATIENCE_S)
-            description = coordinator_result(described[group], 10)
+            description = group_description(self.clients.target_admin, group, 10)
         except KafkaException as error:  # no DESCRIBE on the group: nothing to learn here
             log.debug("could not describe group %s: %s", group, error)
             return
