@@ -7,7 +7,10 @@ or aborted transaction never reaches a decision), learns its topics' leaders bef
 `consume_available`), without waiting out a consume timeout. Two forms:
 - `read_to_end(config, topic)`: every record from the beginning (or from a time) to the end, once;
 - `InternalTopicReader`: one consumer kept open over one or more topics; each `read_new()` returns what was
-  written since the last call, up to the ends seen at the call.
+  written since the last call, up to the ends seen at the call. Between reads its partitions are paused: a
+  consumer at the end of a partition asks again each time the broker answers, every 10 ms with the short wait
+  (an idle engine's mapping and control readers sent about 300 fetches a second). `available()` fetches in the
+  background instead, with the broker's usual wait: the broker answers as soon as a record arrives.
 
 Whoever can write to the target can write to these topics, and a compacted topic keeps what was written to it.
 So every reader validates a record where it reads it (`decoded`, with the pydantic model or decoder of the
@@ -81,9 +84,14 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"[:200]
 
 
-def _consumer(config: dict[str, str], group_id: str) -> Consumer:
+# For a reader fetching in the background (`available()`): the broker holds a fetch at the end of the log up to this
+# long, and answers it as soon as a record arrives.
+BACKGROUND_FETCH_WAIT = {"fetch.wait.max.ms": 500}
+
+
+def _consumer(config: dict[str, str], group_id: str, fetch_wait: dict[str, int] = SHORT_FETCH_WAIT) -> Consumer:
     return Consumer({**config, "group.id": group_id, "enable.auto.commit": False,
-                     "isolation.level": "read_committed", "enable.partition.eof": True, **SHORT_FETCH_WAIT,
+                     "isolation.level": "read_committed", "enable.partition.eof": True, **fetch_wait,
                      **SMALL_PREFETCH})
 
 
@@ -142,7 +150,8 @@ def _offset_for_time(consumer: Consumer, topic: str, since_ms: int, deadline: fl
 class InternalTopicReader:
     """Partition 0 of each of `topics`, read with one consumer kept open: the first `read_new()` from each topic's
     start (its beginning, `start`, or the first record at or after `since_ms`), each later one from where it
-    stopped. Each read asks the topics' ends one after the other, in the order of `topics`."""
+    stopped. Each read asks the topics' ends one after the other, in the order of `topics`, and fetches only while
+    it reads (see the module docstring). A reader uses either `available()` or the reads, not both."""
 
     def __init__(self, config: dict[str, str], topics: str | Sequence[str], group_id: str,
                  since_ms: int | None = None, start: dict[str, int] | None = None) -> None:
@@ -158,7 +167,7 @@ class InternalTopicReader:
         """The committed records that have arrived since the last call, without waiting and without asking the
         cluster anything (the consumer fetches in the background): for a reader polled in a hot loop."""
         if self._consumer is None:
-            self._consumer = _consumer(self.config, self.group_id)
+            self._consumer = _consumer(self.config, self.group_id, BACKGROUND_FETCH_WAIT)
             assign_known(self._consumer, [TopicPartition(t, 0, self._start.get(t, OFFSET_BEGINNING))
                                           for t in self.topics])
         records = []
@@ -191,25 +200,41 @@ class InternalTopicReader:
         # offset-syncs) is listed first, so that the other's end is asked after its own.
         ends = {topic: list_offsets(self._admin, [TopicPartition(topic, 0)], OffsetSpec.latest())[(topic, 0)]
                 for topic in present}
-        self._assign([topic for topic in present if topic not in self._next], ends)
+        new = [topic for topic in present if topic not in self._next]
+        self._assign(new, ends)  # fetched from their start at once
         assert self._consumer is not None
+        # The others were paused at the end of the last read: resumed, and sought to where this read goes on (a
+        # pause drops what was fetched and not consumed). The seek also wakes the leader's broker thread, which
+        # a resume does not: it fetched up to a second later (0.7 s a read, measured).
+        fetching = [TopicPartition(topic, 0) for topic in new]
+        for topic in present:
+            if topic not in new and self._next[topic] < ends[topic]:
+                partition = TopicPartition(topic, 0, self._next[topic] or OFFSET_BEGINNING)
+                self._consumer.resume([partition])
+                self._consumer.seek(partition)
+                fetching.append(partition)
         deadline = time.monotonic() + timeout_s
-        while any(self._next[topic] < ends[topic] for topic in present):
-            records: list[Message] = []
-            for message in consume_available(self._consumer, 0.2):
-                topic, error = message.topic() or "", message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(f"reading {topic} on the target: {error.str()}")
-                    # Past transaction markers and compaction gaps, which no record shows.
-                    self._next[topic] = max(self._next[topic], message.offset())
-                    continue
-                self._next[topic] = message.offset() + 1
-                records.append(message)
-            if records:
-                yield records
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {', '.join(present)} stopped short of the end after {timeout_s:.0f} s")
+        try:
+            while any(self._next[topic] < ends[topic] for topic in present):
+                records: list[Message] = []
+                for message in consume_available(self._consumer, 0.2):
+                    topic, error = message.topic() or "", message.error()
+                    if error is not None:
+                        if error.code() != KafkaError._PARTITION_EOF:
+                            raise RuntimeError(f"reading {topic} on the target: {error.str()}")
+                        # Past transaction markers and compaction gaps, which no record shows.
+                        self._next[topic] = max(self._next[topic], message.offset())
+                        continue
+                    self._next[topic] = message.offset() + 1
+                    records.append(message)
+                if records:
+                    yield records
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"reading {', '.join(present)} stopped short of the end after "
+                                       f"{timeout_s:.0f} s")
+        finally:
+            if self._consumer is not None and fetching:
+                self._consumer.pause(fetching)
 
     def _assign(self, new_topics: list[str], ends: dict[str, int]) -> None:
         if not new_topics:

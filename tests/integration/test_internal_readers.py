@@ -6,6 +6,7 @@ checkpoints, heartbeats and the latency probe's replica). Also where the target'
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -26,7 +27,14 @@ from mirror_engine.flow import (
     load_progress,
     progress_key,
 )
-from mirror_engine.kafka import admin_client, commit_offsets, describe_topic_configs, existing_topics, read_to_end
+from mirror_engine.kafka import (
+    InternalTopicReader,
+    admin_client,
+    commit_offsets,
+    describe_topic_configs,
+    existing_topics,
+    read_to_end,
+)
 from mirror_engine.mm2 import Checkpoint, Heartbeat, OffsetSync
 from mirror_engine.observe import (
     FlowView,
@@ -387,3 +395,77 @@ def test_one_groups_switch_reads_the_mapping_of_its_own_partitions_and_again_whe
         assert check.translation.translated == {(remote, 1): 2005, (remote, 2): 15005}
     finally:
         check.close()
+
+
+class _FetchCounter:
+    """A reader's consumer's Fetch requests as librdkafka's statistics count them, with their time (librdkafka's
+    `ts` is the same monotonic clock as `time.monotonic()`, in microseconds). Statistics reach Python when the
+    reader consumes: the samples of an idle time are read at the next read."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, int]] = []
+
+    def __call__(self, raw: str) -> None:
+        data = json.loads(raw)
+        if data["type"] == "consumer":
+            fetches = sum(broker["req"].get("Fetch", 0) for broker in data["brokers"].values())
+            self.samples.append((data["ts"] / 1e6, fetches))
+
+    def per_second(self, start: float, end: float) -> float:
+        inside = [(at, count) for at, count in self.samples if start <= at <= end]
+        assert len(inside) >= 5, self.samples  # a sample every 100 ms
+        (first_at, first), (last_at, last) = inside[0], inside[-1]
+        return (last - first) / (last_at - first_at)
+
+
+def test_a_reader_kept_open_fetches_only_while_it_reads(kafka_pair, unique_name):
+    """Between reads, a reader kept open (the checkpoint loop's mapping, a sensor's, the cockpit's) sends no fetch:
+    it used to ask again every 10 ms, its short wait at the end of a partition; a read still starts fetching at
+    once. A background reader (the control topic's) asks at the broker's usual pace, and still sees a record as soon
+    as it is written. Both read every committed record once, across transactions whose markers end the partition."""
+    _source, target = kafka_pair
+    topic = f"{unique_name}.idle-reads"
+    create_topics(target, [NewTopic(topic, 1, 1)])
+    writer = target.client_config()
+    producer = Producer({**writer, "transactional.id": f"idle-{uuid.uuid4().hex[:8]}",
+                         "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+    _transaction(producer, [(topic, b"k", b"first"), (topic, b"k", b"second")], commit=True)
+
+    counted, background_counted = _FetchCounter(), _FetchCounter()
+    reader = InternalTopicReader({**writer, "statistics.interval.ms": 100, "stats_cb": counted}, topic, "idle-reads")
+    background = InternalTopicReader({**writer, "statistics.interval.ms": 100, "stats_cb": background_counted},
+                                     topic, "idle-background")
+    try:
+        assert [m.value() for m in reader.read_new()] == [b"first", b"second"]
+        deadline = time.monotonic() + 15
+        seen = []
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen += [m.value() for m in background.available()]
+            time.sleep(0.05)
+        assert seen == [b"first", b"second"]
+        idle_from = time.monotonic()
+        time.sleep(2.5)
+        idle_to = time.monotonic()
+        _transaction(producer, [(topic, b"k", b"third")], commit=True)
+        written = time.monotonic()
+        assert [m.value() for m in reader.read_new()] == [b"third"]
+        read_latency = time.monotonic() - written
+        while len(seen) < 3 and time.monotonic() < written + 15:
+            seen += [m.value() for m in background.available()]
+            time.sleep(0.01)
+        background_latency = time.monotonic() - written
+        assert seen == [b"first", b"second", b"third"]
+        assert reader.read_new() == []
+
+        idle = counted.per_second(idle_from + 0.2, idle_to)
+        background_idle = background_counted.per_second(idle_from + 0.2, idle_to)
+        assert idle < 1, f"{idle:.1f} fetches a second between reads"  # it was about 100
+        assert background_idle < 5, f"{background_idle:.1f} fetches a second in the background"  # about 2
+        assert background_latency < 1.0, background_latency  # answered when the record came, not at the wait's end
+        # A paused partition's broker thread is woken for the read: a resume alone left it asleep up to a second.
+        assert read_latency < 0.5, read_latency
+    finally:
+        reader.close()
+        background.close()
+        producer.flush(10)
