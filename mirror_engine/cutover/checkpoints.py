@@ -56,12 +56,16 @@ class TargetGroups:
 
 
 def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
-                    source_offsets: dict[TopicPartitionKey, int]) -> GroupTranslation:
+                    source_offsets: dict[TopicPartitionKey, int],
+                    remote: dict[str, str | None] | None = None) -> GroupTranslation:
+    """`remote`: each source topic's name on the target (None: not copied), filled as topics are met; a caller
+    translating round after round keeps it (the plan's topic patterns matched once per topic, not once per group
+    and round: they were a quarter of an idle engine's checkpoint thread at 1,000 groups, py-spy)."""
     policy = plan.policy()
     result = GroupTranslation(group)
     # Each topic's filter match and remote name once, not once per partition: a round of 1,000 groups spent 40% of
     # the process's time matching the plan's topic patterns (py-spy, 10,000 partitions).
-    remote: dict[str, str | None] = {}
+    remote = {} if remote is None else remote
     for (topic, partition), offset in sorted(source_offsets.items()):
         if topic not in remote:
             remote[topic] = policy.format_remote_topic(plan.source.alias, topic) if plan.replicates_topic(topic) \
@@ -90,6 +94,7 @@ class GroupSyncResult:
     checkpoints: int = 0
     committed: dict[TopicPartitionKey, int] = field(default_factory=dict)
     skipped: str = ""  # why nothing was committed on the target, if nothing was
+    failed: bool = False  # `skipped` is an error a cluster gave (logged by `log_round`, with the round's others)
     kept_ahead: list[str] = field(default_factory=list)  # partitions where the target group was already further
     pending: int = 0  # partitions whose committed offset is not copied yet
 
@@ -100,18 +105,22 @@ class GroupSyncResult:
 
 def log_round(results: list[GroupSyncResult], previous: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
     """A round in the log: one summary line, then the groups that committed or whose outcome changed since
-    `previous` (at most LOG_GROUPS of them): a few lines a round whatever the number of groups. Returns the
-    outcomes to pass as `previous` next round."""
+    `previous` (at most LOG_GROUPS of them, errors first and at ERROR): a few lines a round whatever the number of
+    groups, even when a silent coordinator fails every group of the round. Returns the outcomes to pass as
+    `previous` next round."""
     news = [r for r in results if r.committed or ((r.skipped or r.pending) and previous.get(r.group) != r.outcome())]
+    news.sort(key=lambda r: not r.failed)
     log.info("checkpoint round: %d group(s), %d checkpoint(s) changed, %d group(s) with offsets committed on the "
-             "target, %d waiting for records not copied yet, %d not synced", len(results),
+             "target, %d waiting for records not copied yet, %d not synced (%d failed)", len(results),
              sum(r.checkpoints for r in results), sum(1 for r in results if r.committed),
-             sum(1 for r in results if r.pending), sum(1 for r in results if r.skipped))
+             sum(1 for r in results if r.pending), sum(1 for r in results if r.skipped),
+             sum(1 for r in results if r.failed))
     for result in news[:LOG_GROUPS]:
-        log.info("  group %s: %d checkpoint(s) changed, %d offset(s) committed on the target%s%s", result.group,
-                 result.checkpoints, len(result.committed),
-                 f", {result.pending} partition(s) not copied yet" if result.pending else "",
-                 f", not synced: {result.skipped}" if result.skipped else "")
+        log.log(logging.ERROR if result.failed else logging.INFO,
+                "  group %s: %d checkpoint(s) changed, %d offset(s) committed on the target%s%s", result.group,
+                result.checkpoints, len(result.committed),
+                f", {result.pending} partition(s) not copied yet" if result.pending else "",
+                f", not synced: {result.skipped}" if result.skipped else "")
     if len(news) > LOG_GROUPS:
         log.info("  ... and %d more group(s) committed or changed", len(news) - LOG_GROUPS)
     return {r.group: r.outcome() for r in results}
@@ -133,6 +142,7 @@ class Checkpointer:
         # round (1,000 groups of 20 partitions wrote 20,000 a round into a compacted topic that every reader of
         # checkpoints reads from its start); a process that takes the lease writes each one once first.
         self._written: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._remote_names: dict[str, str | None] = {}  # see `translate_group`
         self._stop = threading.Event()
 
     def close(self) -> None:
@@ -176,10 +186,9 @@ class Checkpointer:
         failed: set[tuple[str, str, int]] = set()
         for group, offsets in source_offsets.items():
             if isinstance(offsets, GroupError):  # one group's trouble must not stop the others
-                log.error("%s", offsets)
-                results[group] = GroupSyncResult(group, skipped=str(offsets))
+                results[group] = GroupSyncResult(group, skipped=str(offsets), failed=True)
                 continue
-            translation = translate_group(self.plan, self.mapping, group, offsets)
+            translation = translate_group(self.plan, self.mapping, group, offsets, self._remote_names)
             result = results[group] = GroupSyncResult(group, pending=len(translation.pending))
             for (topic, partition), downstream in translation.translated.items() if emit else ():
                 key, pair = (group, topic, partition), (translation.upstream[(topic, partition)], downstream)
@@ -229,8 +238,7 @@ class Checkpointer:
         for group in translations:
             state = target.states[group]
             if isinstance(state, GroupError):
-                log.error("%s", state)
-                results[group].skipped = str(state)
+                results[group].skipped, results[group].failed = str(state), True
             elif state.active:
                 # As MM2: never move offsets under consumers that are running on the target.
                 results[group].skipped = f"the group has {state.members} active member(s) on the target"
@@ -240,8 +248,7 @@ class Checkpointer:
         for group in idle:
             current, result = target.offsets[group], results[group]
             if isinstance(current, GroupError):
-                log.error("%s", current)
-                result.skipped = str(current)
+                result.skipped, result.failed = str(current), True
                 continue
             wanted = {}
             for key, offset in translations[group].translated.items():
@@ -258,8 +265,8 @@ class Checkpointer:
             return
         for group, outcome in commit_offsets_of(self.target_admin, wanted_by_group).items():
             if isinstance(outcome, GroupError):
-                log.error("%s (a group with active members cannot be given offsets)", outcome)
-                results[group].skipped = str(outcome)
+                results[group].skipped = f"{outcome} (a group with members on the target cannot be given offsets)"
+                results[group].failed = True
             else:
                 results[group].committed = wanted_by_group[group]
 
