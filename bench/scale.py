@@ -72,7 +72,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from harness import cluster_section, print_table, stop_clusters
 from scale_figures import Code, Figures, Shape
-from scale_mm2 import Mm2Figures, cpu_seconds, measure_mm2, report_mm2
+from scale_mm2 import Mm2Figures, cpu_seconds, librdkafka_cpu_seconds, measure_mm2, report_mm2
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from kafka_local.mm2 import memory_bytes
@@ -426,12 +426,15 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         if caught_up is not None and first is not None and caught_up > first:
             figures.rate = total / (caught_up - first)  # from the first record: start-up is its own figure
         lines_before, cpu_before = _log_lines(engine_log), cpu_seconds(engine.pid)
+        librdkafka_before = librdkafka_cpu_seconds(engine.pid)
         time.sleep(steady_s)
         lines = _log_lines(engine_log) - lines_before
         figures.log_lines_per_minute = lines * 60 / steady_s
-        cpu_after = cpu_seconds(engine.pid)
+        cpu_after, librdkafka_after = cpu_seconds(engine.pid), librdkafka_cpu_seconds(engine.pid)
         if cpu_before is not None and cpu_after is not None:
             figures.steady_cpu_per_minute = (cpu_after - cpu_before) * 60 / steady_s
+        if librdkafka_before is not None and librdkafka_after is not None:
+            figures.steady_librdkafka_cpu_per_minute = (librdkafka_after - librdkafka_before) * 60 / steady_s
         if engine.poll() is not None:  # its figures are cut short: say why
             tail = engine_log.read_text(errors="replace").splitlines()[-30:]
             log.error("the engine exited with %d before it was stopped; its log ends:\n%s", engine.returncode,
@@ -543,6 +546,8 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
         ["status written per interval, KiB", *(cell(r.status_kib_per_interval) for r in results), "< 1,024"],
         ["engine log lines per minute", *(cell(r.log_lines_per_minute, 0) for r in results), "<= 200"],
         ["engine CPU a minute once caught up, s", *(cell(r.steady_cpu_per_minute, 2) for r in results), ""],
+        ["  of which in librdkafka's threads, s", *(cell(r.steady_librdkafka_cpu_per_minute, 2) for r in results),
+         ""],
     ]
     print_table("Costs by cluster size (seconds unless named)", header, rows,
                 ["two workers joining and leaving: --workers; the cockpit: bench/cockpit_overview.py"])

@@ -43,6 +43,7 @@ class Figures:
     log_lines_per_minute: float | None = None
     copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
     steady_cpu_per_minute: float | None = None  # CPU seconds of the engine a minute once caught up (`--steady`)
+    steady_librdkafka_cpu_per_minute: float | None = None  # of which in librdkafka's threads
 
 
 @dataclass

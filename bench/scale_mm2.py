@@ -38,6 +38,25 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def librdkafka_cpu_seconds(pid: int) -> float | None:
+    """The part of `cpu_seconds` spent in librdkafka's own threads (named `rdk:...`: each client's broker, main
+    and background threads); the rest is Python's. None once the process is gone."""
+    total = 0.0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # a thread that ended: counted in neither part
+        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        if name.startswith("rdk:"):
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 @dataclass
 class Mm2Figures:
     """MirrorMaker 2 on one shape; None where it did not get there."""
