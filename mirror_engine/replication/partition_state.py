@@ -123,6 +123,11 @@ class PartitionState:
             position = self.acked_next
         return min(position, self.failed_at)
 
+    def acknowledged_position(self) -> int:
+        """The next source offset to copy, as far as the target acknowledged the copies: what the status's lag counts
+        from. `copied_position`, the bound of the stored progress, is lower while an offset-sync is in flight."""
+        return self._uncapped_position()
+
     def copied_position(self) -> int:
         position = self._uncapped_position()
         oldest = self.syncs.oldest()

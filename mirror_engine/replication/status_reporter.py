@@ -81,7 +81,9 @@ class StatusReporter:
         partition the consumer reported, the records it handed over, or, for a partition it does not fetch, the
         end last asked (`ask_unfetched_ends`)."""
         end = max(state.end_known, state.end_seen, state.produced_next, self._asked_ends.get(key, -1))
-        return max(0, end - state.copied_position())
+        # From what the target acknowledged, not from the stored progress's bound: a periodic offset-sync in flight
+        # for a partition's last record held that one lower, and the status showed a record of lag per partition.
+        return max(0, end - state.acknowledged_position())
 
     def ask_unfetched_ends(self) -> None:
         """The source's ends of partitions the consumer does not fetch (paused with the flow, or stopped), whose

@@ -124,3 +124,16 @@ def test_an_interval_holds_no_row_per_partition():
     assert large_record <= 64 * 1024 and small_record <= 64 * 1024
     # Before: every interval's snapshot kept a row (a dict of 16 fields) per partition, about 850 bytes each.
     assert large_held < 100 * 10_000, (small_held, large_held)
+
+
+def test_an_offset_sync_in_flight_adds_no_lag():
+    """A periodic offset-sync at a partition's last copied record bounds the stored progress until the target
+    acknowledges it; the records were copied all the same, and the lag counted them as one behind."""
+    reporter, producer = _reporter(1, 8)
+    for state in reporter.states.values():
+        _copy(state, 100)  # every record copied up to the end, 100
+        state.syncs.in_flight.append((99, 99))  # the last record's sync, sent and not acknowledged yet
+        assert state.copied_position() == 99
+    reporter.publish()
+    record = json.loads(producer.values[-1])
+    assert record["lag"] == 0 and record["partitions_behind"] == 0, record
