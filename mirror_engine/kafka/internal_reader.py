@@ -9,8 +9,8 @@ or aborted transaction never reaches a decision), learns its topics' leaders bef
 - `InternalTopicReader`: one consumer kept open over one or more topics; each `read_new()` returns what was
   written since the last call, up to the ends seen at the call. Between reads its partitions are paused: a
   consumer at the end of a partition asks again each time the broker answers, every 10 ms with the short wait
-  (an idle engine's mapping and control readers sent about 300 fetches a second). `available()` fetches in the
-  background instead, with the broker's usual wait: the broker answers as soon as a record arrives.
+  (77 fetches a second measured for one reader; an idle engine keeps three such partitions). `available()`
+  fetches in the background instead, with the broker's usual wait: the broker answers as soon as a record arrives.
 
 Whoever can write to the target can write to these topics, and a compacted topic keeps what was written to it.
 So every reader validates a record where it reads it (`decoded`, with the pydantic model or decoder of the
