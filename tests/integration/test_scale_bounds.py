@@ -132,12 +132,23 @@ def _run_shape(source: KafkaCluster, target: KafkaCluster, name: str, topics: in
     # again, and the calls counted below would count the broker's pace.
     list_offsets(admin_client(target.client_config()), [TopicPartition(topic, p) for topic in remote
                                                         for p in range(PARTITIONS)], OffsetSpec.latest(), 60)
-    producer = Producer(source.client_config())
+    # Requests unanswered for 10 s are sent again on a new connection (a copy is harmless here: the copy's end is
+    # waited for with `>=`): in one CI run the source answered none of the requests after the 190th of 600 for the
+    # whole 60 s (librdkafka's defaults wait 30 s for a request and 60 s for a connection), with nothing in its log.
+    producer = Producer({**source.client_config(), "socket.timeout.ms": 10_000, "request.timeout.ms": 10_000})
+    delivered: Counter[str] = Counter()
+
+    def count(error: object, message: Any) -> None:
+        if error is None:
+            delivered[message.topic()] += 1
+
     for topic in names:
         for partition in range(PARTITIONS):
             for i in range(RECORDS):
-                producer.produce(topic, b"v" * 50, b"k%d" % i, partition)
-    assert producer.flush(60) == 0
+                producer.produce(topic, b"v" * 50, b"k%d" % i, partition, on_delivery=count)
+    left = producer.flush(120)
+    short = [topic for topic in names if delivered[topic] < PARTITIONS * RECORDS]
+    assert left == 0, f"{left} records not delivered in 120 s, to {len(short)} topics from {short[:1]}"
 
     # The checkpoint loop is built only once the copy is done: the copy's start-up must not wait for it.
     copied = threading.Event()
