@@ -4,7 +4,8 @@ Each shape (`--shape TOPICSxPARTITIONSxGROUPS`, several in one run, smallest fir
 clusters: topics of plain records, consumer groups stopped part-way on 1 to 3 topics each (committed offsets, no
 members), and a plan copying them with `engine.run_checkpoints: true`. Then, from outside, as a user runs them:
 - `plan`, `prepare --dry-run`, `prepare`: each command's wall time;
-- `run`: launched as a child process; the time to the first record on the target, to the whole backlog copied,
+- `run`: launched as a child process; the time to the first record on the target (when a target broker appended
+  it, read off its disk), to the whole backlog copied,
   and the copy rate beside the raw produce rate of the same records into the same number of partitions (measured
   in the same run, into a topic set of its own); the engine's peak RSS;
 - status: the status topic's largest record and the bytes written to it per status interval, in steady state;
@@ -212,66 +213,85 @@ def partition_ends(admin: AdminClient, tps: list[TopicPartition]) -> dict[tuple[
 
 # Asking the ends of 10,000 partitions takes this process about 0.3 s of CPU: asked every 0.1 s, as before
 # 2026-11-28, the benchmark took most of a core from the engine it measured (two cores, the brokers beside). So the
-# first record is watched by a consumer assigned every target partition from its beginning (the brokers answer its
-# fetch as soon as any partition holds a record), and the copy by asking the ends of the partitions not copied yet,
-# again after COPY_POLL_FACTOR times as long as the last ask took (at least every 0.5 s): at most about a fifth of a
-# core, less as partitions are done.
+# copy is watched by asking the ends of the partitions not copied yet, again after COPY_POLL_FACTOR times as long as
+# the last ask took (at least every 0.5 s): at most about a fifth of a core, less as partitions are done.
 COPY_POLL_FACTOR = 4
-# The watching consumer starts at offset 0 of the new, empty target topics and has fetched every partition once
-# before the engine is launched (`CopyWatch.ready`). Assigned at their beginning as the engine started, it first
-# asked each partition's start offset of brokers busy with the engine's start, and at 10,000 partitions saw the
-# first record 9.8 s after the engine's own trace had the target acknowledge it (2026-11-29).
-WATCH_READY_S = 120
+# The first record is read off the target brokers' disks (`CopyWatch.first_record_s`), which asks the brokers
+# nothing: until 2026-11-29 a consumer assigned every target partition watched for it. At 10,000 partitions that
+# consumer's fetches (every 100 ms, each naming every partition of a broker) held the engine's start back: in four
+# runs of the session, the target appended the first record 5.9 and 7.4 s after launch with it running, 2.9 and 3.2 s
+# without; and it saw the record 3.4 and 6.1 s after the append.
+# Until the first record is on disk the ends are not asked: the disk is looked at every FIRST_LOOK_S.
+FIRST_LOOK_S = 1.0
+FIRST_SEGMENT = "00000000000000000000.log"
+
+
+def first_segments(cluster: KafkaCluster, names: list[str], partitions: int) -> list[Path]:
+    """The first log segment of each of these partitions, on whichever of the cluster's brokers holds it."""
+    wanted = {f"{name}-{partition}" for name in names for partition in range(partitions)}
+    folders = [Path(cluster.home) / "data", *(Path(node.home) / "data" for node in cluster.brokers)]
+    return [Path(entry.path) / FIRST_SEGMENT for folder in folders for entry in os.scandir(folder)
+            if entry.name in wanted]
+
+
+def first_append(segments: list[Path], since: float) -> float | None:
+    """When the broker first appended records to any of these segments since `since` (a `time.time()`), or None.
+
+    A segment's modification time is the time of its last append: a partition appended to again shows the later
+    time, but the copy's first records land in hundreds of partitions within milliseconds, so the earliest of them
+    is the first append to that precision."""
+    times = []
+    for segment in segments:
+        try:
+            status = segment.stat()
+        except FileNotFoundError:  # the partition's segment rolled or its topic was deleted
+            continue
+        if status.st_size and status.st_mtime > since:
+            times.append(status.st_mtime)
+    return min(times, default=None)
 
 
 class CopyWatch:
-    """The first record and the whole backlog on the target, watched cheaply (see COPY_POLL_FACTOR). Made before the
-    engine is launched."""
+    """The first record and the whole backlog on the target, watched without loading the start it measures: the
+    first record off the brokers' disks, the backlog by asking the ends (see COPY_POLL_FACTOR). Made before the
+    engine is launched, on a local cluster (`kafka_local`) whose partitions all exist."""
 
     def __init__(self, target: KafkaCluster, names: list[str], partitions: int, per_partition: int) -> None:
         self.admin = AdminClient(target.client_config())
         self.per_partition = per_partition
         self.pending = [TopicPartition(name, p) for name in names for p in range(partitions)]
-        self.first_seen = False
+        self.segments = first_segments(target, names, partitions)
+        if len(self.segments) != len(self.pending):
+            raise RuntimeError(f"{len(self.segments)} of the {len(self.pending)} target partitions have a log on "
+                               "the brokers' disks: the first record cannot be watched")
+        self.launched_at = time.time()
+        self.copying = False
         self.next_ask = 0.0
-        self.first = Consumer({**target.client_config(), "group.id": "scale-first-record", "fetch.wait.max.ms": 100,
-                               "enable.auto.commit": False})
-        self.first.assign([TopicPartition(tp.topic, tp.partition, 0) for tp in self.pending])
-        self.ready()
 
-    def ready(self) -> None:
-        """Wait until the watching consumer has fetched every partition once (a fetch's answer caches its high
-        watermark), at most WATCH_READY_S: from then on a record is seen within a fetch of its append."""
-        deadline = time.monotonic() + WATCH_READY_S
-        waiting = list(self.pending)
-        while waiting and time.monotonic() < deadline:
-            if self.first.poll(0.2) is not None:  # the engine is not launched yet: an empty target topic
-                raise RuntimeError("a target topic holds records before the engine runs")
-            waiting = [tp for tp in waiting if self.first.get_watermark_offsets(tp, cached=True)[1] < 0]
-        if waiting:
-            log.warning("the first-record watch has not fetched %d partition(s) after %d s: the first record may be "
-                        "seen late", len(waiting), WATCH_READY_S)
+    def launched(self, at: float) -> None:
+        """The engine was launched at `at` (a `time.time()`): appends from then on count."""
+        self.launched_at, self.copying, self.next_ask = at, False, 0.0
+
+    def first_record_s(self) -> float | None:
+        """Seconds from the launch to the target's first append of a copied record, or None before it."""
+        appended = first_append(self.segments, self.launched_at)
+        return None if appended is None else appended - self.launched_at
 
     def look(self) -> bool:
-        """Ask the target if it is time to; True once every partition holds its records."""
-        if not self.first_seen:
-            message = self.first.poll(0)
-            if message is None or message.error():
-                return False
-            self.first_seen = True
-            self.first.close()
+        """Look if it is time to; True once every partition holds its records."""
         now = time.monotonic()
         if now < self.next_ask:
             return not self.pending
+        if not self.copying:
+            self.copying = self.first_record_s() is not None
+            if not self.copying:
+                self.next_ask = now + FIRST_LOOK_S
+                return False
         ends = partition_ends(self.admin, self.pending)
         if ends is not None:
             self.pending = [tp for tp in self.pending if ends[(tp.topic, tp.partition)] < self.per_partition]
         self.next_ask = now + max(0.5, COPY_POLL_FACTOR * (time.monotonic() - now))
         return not self.pending
-
-    def close(self) -> None:
-        if not self.first_seen:
-            self.first.close()
 
 
 def timed(command: list[str], log_file: Path, env: dict[str, str] | None = None) -> float | None:
@@ -392,6 +412,7 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
 
     def launch() -> tuple[subprocess.Popen, int, float]:
         launched_ms = int(time.time() * 1000)
+        watch.launched(launched_ms / 1000)
         env = {**code.env(), "STARTUP_TRACE_LAUNCHED_AT": str(launched_ms / 1000)}
         with engine_log.open("a") as out:
             engine = subprocess.Popen([*command, "run", "--plan", str(plan_file)], stdout=out,
@@ -416,11 +437,13 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
                 launches += 1
             done = watch.look()
             now = time.monotonic() - started
-            if first is None and watch.first_seen:
-                first = now
+            if first is None and watch.copying:
+                first = now  # within FIRST_LOOK_S: the disk says when, below
             if done:
                 caught_up = now
             time.sleep(0.05)
+        if first is not None:
+            first = watch.first_record_s()
         figures.seconds["run: first record"], figures.seconds["run: backlog copied"] = first, caught_up
         figures.copy_cpu_s = cpu_seconds(engine.pid)
         if caught_up is not None and first is not None and caught_up > first:
@@ -451,7 +474,6 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
             [*ENGINE, "switch-group", "--plan", str(plan_file), "--group", f"s{shape.total_partitions}-g0"],
             workdir / f"{prefix}-switch.log", code.env())
     finally:
-        watch.close()
         engine.terminate()
         try:
             engine.wait(120)
@@ -462,8 +484,8 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
         steps = [line for line in engine_log.read_text(errors="replace").splitlines() if line.startswith("TRACE ")]
         print(f"start-up of `run` at {shape} (ms since launch, ms the step took):")
         print("\n".join(steps))
-        # The moment the target acknowledged the first copied record, by the engine's own clock: the watch above
-        # sees it one fetch later, on brokers as busy as the engine's start makes them.
+        # The moment the target acknowledged the first copied record, by the engine's own clock: a few milliseconds
+        # after the append the watch above reads off the disk.
         acknowledged = [int(line.split()[1]) for line in steps if line.endswith(ACKNOWLEDGED)]
         if acknowledged:
             figures.seconds[TRACED_FIRST] = acknowledged[0] / 1000
