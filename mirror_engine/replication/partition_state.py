@@ -116,20 +116,17 @@ class PartitionState:
 
         return delivered
 
-    def _uncapped_position(self) -> int:
+    def acknowledged_position(self) -> int:
+        """The next source offset to copy, as far as the target acknowledged the copies: what the status's lag counts
+        from. `copied_position`, the bound of the stored progress, is lower while an offset-sync is in flight."""
         if self.acked_next == self.produced_next and not self.callbacks_pending:
             position = max(self.acked_next, self.end_seen)
         else:
             position = self.acked_next
         return min(position, self.failed_at)
 
-    def acknowledged_position(self) -> int:
-        """The next source offset to copy, as far as the target acknowledged the copies: what the status's lag counts
-        from. `copied_position`, the bound of the stored progress, is lower while an offset-sync is in flight."""
-        return self._uncapped_position()
-
     def copied_position(self) -> int:
-        position = self._uncapped_position()
+        position = self.acknowledged_position()
         oldest = self.syncs.oldest()
         return position if oldest is None else min(position, oldest[0])
 
@@ -145,6 +142,6 @@ class PartitionState:
         consumer at the position must start.
         """
         oldest = self.syncs.oldest()
-        if oldest is not None and oldest[0] <= self._uncapped_position():
+        if oldest is not None and oldest[0] <= self.acknowledged_position():
             return oldest[1]
         return self.target_position
