@@ -116,7 +116,7 @@ def translate_acl(acl: Acl, plan: MigrationPlan) -> Acl | None:
             # prefix on the source becomes the same prefix behind the alias on the target.
             name = policy.format_remote_topic(plan.source.alias, name)
     elif acl.resource_type == "GROUP" and acl.pattern == "LITERAL" and name != "*" \
-            and not plan.group_filter().accepts(name):
+            and not plan.accepts_group(name):
         return None
     return Acl(acl.resource_type, name, acl.pattern, principal, acl.host, acl.operation, acl.permission)
 

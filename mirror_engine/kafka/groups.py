@@ -57,8 +57,7 @@ def list_groups(admin: AdminClient, timeout_s: float = 15.0) -> list[str]:
 
 def plan_groups(admin: AdminClient, plan: MigrationPlan) -> list[str]:
     """The source's groups the plan selects (MM2's groups filter) plus the ones named for cutover."""
-    group_filter = plan.group_filter()
-    selected = {g for g in list_groups(admin) if group_filter.accepts(g)}
+    selected = {g for g in list_groups(admin) if plan.accepts_group(g)}
     # The engines' own groups track their copy, not an application's reading: never carried over.
     return sorted(g for g in selected | set(plan.cutover.groups) if not is_engine_group(g))
 

@@ -7,6 +7,7 @@ allowed (`PlanError`). Loading never contacts a cluster.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +16,13 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from mirror_engine.plan.clusters import ClusterSpec, render_client_config
 from mirror_engine.plan.errors import PlanError
 from mirror_engine.plan.field_checks import StrictModel, check_schedule
-from mirror_engine.plan.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.plan.filters import (
+    DEFAULT_GROUP_EXCLUDES,
+    DEFAULT_TOPIC_EXCLUDES,
+    NameFilter,
+    RememberedAnswers,
+    name_filter,
+)
 from mirror_engine.plan.policy import ReplicationPolicy, is_cycle, make_policy
 from mirror_engine.plan.regexes import compile_any
 from mirror_engine.plan.sections import (
@@ -66,8 +73,10 @@ class MigrationPlan(StrictModel):
         spec = self.replication_policy
         return make_policy(spec.type, self.source.alias, spec.separator, spec.internal_separator_enabled)
 
-    def topic_filter(self) -> NameFilter:
-        return NameFilter(self.topics.include, [*DEFAULT_TOPIC_EXCLUDES, *self.topics.exclude])
+    def accepts_group(self, group: str) -> bool:
+        """MM2's groups filter: the group matches an include pattern and neither an exclude pattern nor MM2's default
+        excludes. Answered once per name (`name_filter`)."""
+        return name_filter(tuple(self.groups.include), (*DEFAULT_GROUP_EXCLUDES, *self.groups.exclude))(group)
 
     def raw_client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
         """(source, target) librdkafka settings as written: from the environment when a launcher (an Airflow task)
@@ -93,10 +102,8 @@ class MigrationPlan(StrictModel):
 
     def backfills_topic(self, topic: str) -> bool:
         """The topic's history is copied by the Spark backfill, not by the engine."""
-        return NameFilter(self.backfill.topics, []).accepts(topic) and self.replicates_topic(topic)
-
-    def group_filter(self) -> NameFilter:
-        return NameFilter(self.groups.include, [*DEFAULT_GROUP_EXCLUDES, *self.groups.exclude])
+        return bool(self.backfill.topics) and name_filter(tuple(self.backfill.topics), ())(topic) \
+            and self.replicates_topic(topic)
 
     def config_excludes(self) -> list[str]:
         """MM2's default excludes but those the plan includes (`sync.config_include`), and the plan's own."""
@@ -106,12 +113,26 @@ class MigrationPlan(StrictModel):
 
     def replicates_topic(self, topic: str) -> bool:
         """MM2's shouldReplicateTopic: accepted by the filter (or a heartbeats topic, when those are copied),
-        not internal, not a cycle back to the target."""
-        policy = self.policy()
-        wanted = self.topic_filter().accepts(topic) or (
-            self.engine.replicate_heartbeats and policy.is_heartbeats_topic(topic)
-        )
-        return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, self.target.alias)
+        not internal, not a cycle back to the target. Answered once per name for each choice of topics
+        (`_topic_choice`: what the answer depends on, the key)."""
+        spec = self.replication_policy
+        return _topic_choice(tuple(self.topics.include), tuple(self.topics.exclude),
+                             (spec.type, spec.separator, spec.internal_separator_enabled), self.source.alias,
+                             self.target.alias, self.engine.replicate_heartbeats)(topic)
+
+
+@lru_cache(maxsize=64)
+def _topic_choice(include: tuple[str, ...], exclude: tuple[str, ...], policy_spec: tuple[str, str, bool],
+                  source_alias: str, target_alias: str, heartbeats: bool) -> RememberedAnswers:
+    """`MigrationPlan.replicates_topic` for plans that choose topics alike, its answers kept."""
+    accepts = NameFilter(include, [*DEFAULT_TOPIC_EXCLUDES, *exclude]).accepts
+    policy = make_policy(policy_spec[0], source_alias, policy_spec[1], policy_spec[2])
+
+    def replicates(topic: str) -> bool:
+        wanted = accepts(topic) or (heartbeats and policy.is_heartbeats_topic(topic))
+        return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
+
+    return RememberedAnswers(replicates)
 
 
 def _problem_lines(error: ValidationError) -> list[str]:

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from mirror_engine.plan import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
+from mirror_engine.plan.filters import RememberedAnswers
 
 
 def test_include_all_accepts_any_name() -> None:
@@ -158,3 +159,20 @@ def test_default_group_excludes_reject(group: str) -> None:
 @pytest.mark.parametrize("group", ["billing", "my-connect-app", "console-consumer"])
 def test_default_group_excludes_accept(group: str) -> None:
     assert NameFilter([".*"], DEFAULT_GROUP_EXCLUDES).accepts(group)
+
+
+def test_remembered_answers_ask_once_per_name_and_forget_all_past_their_bound(monkeypatch) -> None:
+    asked: list[str] = []
+
+    def ask(name: str) -> bool:
+        asked.append(name)
+        return name.startswith("orders")
+
+    answers = RememberedAnswers(ask)
+    answered = [answers("orders-eu"), answers("users"), answers("orders-eu"), answers("users")]
+    assert answered == [True, False, True, False]
+    assert asked == ["orders-eu", "users"]
+    monkeypatch.setattr(RememberedAnswers, "MOST", 2)
+    assert answers("orders-us") is True  # a third name: the two kept are forgotten, this one kept
+    assert answers("users") is False
+    assert asked == ["orders-eu", "users", "orders-us", "users"]

@@ -43,8 +43,8 @@ def test_default_excludes_apply_on_top_of_the_plans_own():
                 "mm2-offset-syncs.src.internal")
     for name in excluded:
         assert not plan.replicates_topic(name), name
-    assert not plan.group_filter().accepts("console-consumer-123")
-    assert plan.group_filter().accepts("billing")
+    assert not plan.accepts_group("console-consumer-123")
+    assert plan.accepts_group("billing")
 
 
 def test_config_excludes_start_with_mirrormaker2_defaults():
@@ -156,6 +156,26 @@ def test_heartbeats_topics_are_copied_only_when_the_plan_says_so():
     assert copying.replicates_topic("heartbeats") and copying.replicates_topic("other.heartbeats")
     assert not copying.replicates_topic("tgt.heartbeats"), "a heartbeat that came from the target is a cycle"
     assert not copying.replicates_topic("customers")
+
+
+def test_plans_choosing_topics_and_groups_differently_answer_for_themselves():
+    # Each answer is kept per name (`RememberedAnswers`), under what the choice depends on: two plans of different
+    # filters, policies or engine settings, or a plan and its copy with another setting, never share one.
+    orders = plan_from_dict(_with("topics.include", ["orders.*"]))
+    assert orders.replicates_topic("orders-eu") and not orders.replicates_topic("payments")
+    payments = plan_from_dict(_with("topics.include", ["payments"]))
+    assert payments.replicates_topic("payments") and not payments.replicates_topic("orders-eu")
+    excluding = plan_from_dict(_with("topics", {"include": ["orders.*"], "exclude": ["orders-eu"]}))
+    assert not excluding.replicates_topic("orders-eu") and excluding.replicates_topic("orders-us")
+    heartbeats = orders.model_copy(update={"engine": orders.engine.model_copy(update={"replicate_heartbeats": True})})
+    assert heartbeats.replicates_topic("heartbeats") and not orders.replicates_topic("heartbeats")
+    assert orders.accepts_group("billing") and not orders.accepts_group("console-consumer-7")
+    only_billing = plan_from_dict(_with("groups.include", ["billing"]))
+    assert only_billing.accepts_group("billing") and not only_billing.accepts_group("shipping")
+    assert orders.accepts_group("shipping")
+    backfilled = plan_from_dict({**_with("topics.include", ["orders.*"]), "backfill": {"topics": ["orders-eu"]}})
+    assert backfilled.backfills_topic("orders-eu") and not backfilled.backfills_topic("orders-us")
+    assert not orders.backfills_topic("orders-eu")
 
 
 GOOD_PRINCIPAL_MAPS = [
