@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, ConfigSource, OffsetSpec
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from mirror_engine.kafka.clusters import admin_client, first_connection
@@ -93,9 +93,17 @@ class ConfigFilter:
         return bool(self._exclude and self._exclude.fullmatch(name))
 
 
-def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> tuple[int, dict[str, tuple[int, int, str]]]:
-    """(broker count, {topic: (partitions, replication factor, topic id)}) for the non-internal topics."""
-    metadata = admin.list_topics(timeout=timeout_s)
+TopicListing = tuple[int, dict[str, tuple[int, int, str]]]
+"""(broker count, {topic: (partitions, replication factor, topic id)}) of a cluster's non-internal topics."""
+
+
+def list_topic_metadata(admin: AdminClient, timeout_s: float = 15.0) -> TopicListing:
+    """The cluster's topics as listed now (`TopicListing`)."""
+    return topic_listing(admin.list_topics(timeout=timeout_s))
+
+
+def topic_listing(metadata: ClusterMetadata) -> TopicListing:
+    """A listing of the whole cluster (by any client) as a `TopicListing`."""
     topics = {}
     for name, topic in metadata.topics.items():
         if topic.error is not None or name.startswith("__"):

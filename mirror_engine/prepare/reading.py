@@ -15,6 +15,7 @@ from mirror_engine.kafka import (
     ClusterInfo,
     ClusterState,
     ConfigFilter,
+    TopicListing,
     TopicState,
     acl_sync_skipped,
     admin_client,
@@ -47,11 +48,9 @@ from mirror_engine.prepare.source_access import (
 )
 from mirror_engine.prepare.target_configs import TargetConfigs, adapt_source_configs, unsynced_log_append_time
 
-Listing = tuple[int, dict[str, tuple[int, int, str]]]  # what `list_topic_metadata` says of a cluster
-
 
 def read_source_state(admin: AdminClient, plan: MigrationPlan, denials: list[Denial],
-                      notes: list[str] | None = None, listing: Listing | None = None,
+                      notes: list[str] | None = None, listing: TopicListing | None = None,
                       configs_of: Collection[str] | None = None) -> ClusterState:
     """The source's replicated topics, their configs and its ACLs, as far as the principal may read them: what
     it may not read is left out and added to `denials` (configs per topic, ACLs as a whole); what becomes of
@@ -111,7 +110,7 @@ def managed_now(managed: ManagedTopics) -> frozenset[str]:
 
 def read_target_state(
     admin: AdminClient, config: dict[str, str], plan: MigrationPlan, target_topics: list[str],
-    read_target_acls: bool = True, managed_topics: frozenset[str] = frozenset(), listing: Listing | None = None,
+    read_target_acls: bool = True, managed_topics: frozenset[str] = frozenset(), listing: TopicListing | None = None,
     ends_of_managed: bool = False, configs: bool = True,
 ) -> ClusterState:
     """The target as far as the plan's topics go: the remote topics that exist, their data and configs. Whether
@@ -147,6 +146,7 @@ def plan_preparation(
     clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
     ends_of_managed: bool = False,
     configs_of_existing: bool = True,
+    list_source: Callable[[], TopicListing] | None = None,
 ) -> PreparePlan:
     """Read both clusters and compute the actions (changes nothing).
 
@@ -161,7 +161,8 @@ def plan_preparation(
     how to learn them, they are learned beside the reads. `configs_of_existing`: read the source configs of the
     topics the target has already, and the target's configs, to sync them (False: the source configs only of the
     topics to create, none of the target's; the others' are synced by a later preparation, as the engine's refresh
-    does).
+    does). `list_source`: how to have the source's topics listed now by the caller's own client (the engine's
+    start lists them for its assignment at the same time: one listing of every source partition, not two).
     """
     managed = functools.cache(functools.partial(managed_now, managed_topics))
     if clusters is None:
@@ -171,7 +172,7 @@ def plan_preparation(
     notes: list[str] = []
     asked = [DATA_COPY, *([CONFIG_SYNC] if plan.sync.configs else []), *([ACL_SYNC] if plan.sync.acls else [])]
     # Both clusters at the same time: their topics first, then the plan's topics' configs, data and ACLs on each.
-    source_listing, target_listing = at_once(lambda: list_topic_metadata(source_admin),
+    source_listing, target_listing = at_once(list_source or (lambda: list_topic_metadata(source_admin)),
                                              lambda: list_topic_metadata(target_admin))
 
     policy = plan.policy()

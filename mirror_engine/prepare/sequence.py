@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from mirror_engine.flow import managed_target_topics
-from mirror_engine.kafka import ClusterInfo
+from mirror_engine.kafka import ClusterInfo, TopicListing
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare.actions import Action, ApplyResult, PreparePlan
 from mirror_engine.prepare.applying import apply_actions
@@ -69,6 +69,7 @@ def prepare_target(
     internal_topics: bool = True,
     ends_of_managed: bool = False,
     configs_of_existing: bool = True,
+    list_source: Callable[[], TopicListing] | None = None,
     more_problems: Callable[[PreparePlan], list[str]] | None = None,
     on_planned: Callable[[PreparePlan], None] | None = None,
     on_checked: Callable[[ApplyResult], None] | None = None,
@@ -78,17 +79,17 @@ def prepare_target(
 
     `managed_topics` are the target topics the flow already copies into (`ManagedTopics`; read from its stored
     progress, beside both clusters' state, when not given). `best_effort`, `target_configs`, `clusters`,
-    `ends_of_managed` and `configs_of_existing` are `plan_preparation`'s. `kinds` keeps only actions of those
-    kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without `kinds`)
-    creates the flow's internal topics that are missing with them. `more_problems` adds the caller's own reasons to
-    refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before anything is sent
-    to the target; `on_checked` the dry-run's result, `on_applied` the application's.
+    `ends_of_managed`, `configs_of_existing` and `list_source` are `plan_preparation`'s. `kinds` keeps only actions
+    of those kinds ("create_topic", "add_partitions", "alter_configs", "create_acl"); `internal_topics` (without
+    `kinds`) creates the flow's internal topics that are missing with them. `more_problems` adds the caller's own
+    reasons to refuse (they join `prepared.problems`). `on_planned` sees the plan (problems included) before
+    anything is sent to the target; `on_checked` the dry-run's result, `on_applied` the application's.
     """
     managed = functools.partial(managed_target_topics, plan, target_config) if managed_topics is None \
         else managed_topics
     prepared = plan_preparation(plan, source_config, target_config, managed, best_effort=best_effort,
                                 target_configs=target_configs, clusters=clusters, ends_of_managed=ends_of_managed,
-                                configs_of_existing=configs_of_existing)
+                                configs_of_existing=configs_of_existing, list_source=list_source)
     if more_problems is not None:
         prepared.problems += more_problems(prepared)
     actions = [action for action in prepared.actions if kinds is None or action.kind in kinds]

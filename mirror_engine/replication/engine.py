@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 
 from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id
-from mirror_engine.kafka import ClusterInfo, describe_plan_clusters
+from mirror_engine.kafka import ClusterInfo, TopicListing, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
@@ -194,24 +194,30 @@ class Replicator:
         # The reads of the start, at the same time: the flow's stored progress, its control topic and the target's
         # preparation (which needs the progress only once both clusters are read: the topics the flow writes are
         # its own); beside them, what the single engine's first assignment needs of the source
-        # (`PartitionAssigner.read_ahead`).
-        with ThreadPoolExecutor(3) as reader:
-            ahead = reader.submit(self.assigner.read_ahead) if self.membership_kind.takes_all_at_start else None
+        # (`PartitionAssigner.read_ahead`), and the check that no engine of the other kind copies the flow.
+        with ThreadPoolExecutor(4) as reader:
+            source_listed: Future[TopicListing] | None = None  # the read-ahead's listing, the preparation's too
+            ahead = None
+            if self.membership_kind.takes_all_at_start:
+                source_listed = Future()
+                ahead = reader.submit(self.assigner.read_ahead, source_listed)
             stored = reader.submit(self.assigner.load_progress, self.membership.follows_progress)
             control = reader.submit(self.control.load)
+            alone = reader.submit(self.membership.check_no_other_kind_runs)
 
             def managed() -> frozenset[str]:
                 stored.result()
                 return self.assigner.managed_topics()
 
-            copyable = self.upkeep.prepare(managed, initial=True, clusters=self.clusters) or []
+            copyable = self.upkeep.prepare(managed, initial=True, clusters=self.clusters,
+                                           list_source=source_listed.result if source_listed else None) or []
             stored.result()
             control.result()
+            alone.result()
             if ahead is not None:
                 ahead.result()  # before `follow`, which lists the plan's partitions from it
             self.flow_state = self.control.flow_state
             self.assigner.follow(copyable, initial=True)
-        self.membership.check_no_other_kind_runs()
         self.reporter.start_server()
         if self.flow_state != "stopped":
             if ahead is not None:  # what the start read serves this first assignment only

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from mirror_engine.flow import managed_target_topics
-from mirror_engine.kafka import ClusterInfo, ClusterState
+from mirror_engine.kafka import ClusterInfo, ClusterState, TopicListing
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.prepare import (
     Action,
@@ -56,12 +57,13 @@ class TargetUpkeep:
         # Within half a refresh: refreshes every 30 s sync configs every 600 s, not every 630 s.
         return time.monotonic() - self._configs_read_at >= interval - self.plan.engine.refresh_interval_s / 2
 
-    def prepare(self, managed: ManagedTopics, initial: bool,
-                clusters: tuple[ClusterInfo, ClusterInfo] | None = None) -> list[str] | None:
+    def prepare(self, managed: ManagedTopics, initial: bool, clusters: tuple[ClusterInfo, ClusterInfo] | None = None,
+                list_source: Callable[[], TopicListing] | None = None) -> list[str] | None:
         """Create or update the target's topics (idempotent); the plan's source topics that can be copied (those
         whose target topic the target refused are left out, logged and in the status; the next refresh tries
         again). Problems that forbid any change raise at the start (`initial`). `clusters`: both clusters as just
-        described by the caller (not asked again). At the start the ends of every target partition are read too, and
+        described by the caller (not asked again); `list_source`: how the caller lists the source's topics now
+        (`plan_preparation`). At the start the ends of every target partition are read too, and
         what was read stays in `target_read` for the first assignment (the topics the preparation changed left out).
 
         At the start the source configs are read only of the topics to create, and the target's configs not at all:
@@ -78,6 +80,7 @@ class TargetUpkeep:
                                          managed_topics=managed, best_effort=True, target_configs=self.target_configs,
                                          clusters=clusters, internal_topics=False,  # the engine made them
                                          ends_of_managed=initial, configs_of_existing=configs,
+                                         list_source=list_source if attempt == 0 else None,
                                          on_planned=self._planned)
             prepared, result = preparation.prepared, preparation.applied
             if configs:

@@ -32,7 +32,7 @@ class Target:
 
     def plan_preparation(self, plan, source_config, target_config, managed, best_effort=False,
                          target_configs=None, clusters=None, ends_of_managed=False,
-                         configs_of_existing=True) -> PreparePlan:
+                         configs_of_existing=True, list_source=None) -> PreparePlan:
         self.calls.append(("plan", managed_now(managed), best_effort))
         return PreparePlan(list(self.actions), list(self.problems), ["orders", "payments"],
                            internal_topics=dict(self.internal))
