@@ -52,11 +52,11 @@ class RememberedAnswers:
     names at every refresh, checkpoint round and assignment, and one RE2 match through its Python binding takes
     6-9 us (a topic filter with MM2's default excludes matches twice: 12-17 us a name, 19 us for
     `MigrationPlan.replicates_topic`; the source's 1,000 topics and 1,000 groups are asked several times as the
-    engine starts). At most `MOST` answers are kept, all forgotten at once when there are more: names come and go
-    on a cluster, and a forgotten answer is only asked again."""
+    engine starts). At most `MOST` answers are kept (3 MiB of 20-character names), all forgotten at once when
+    there are more: names come and go on a cluster, and a forgotten answer is only asked again."""
 
     __slots__ = ("_answers", "_ask")
-    MOST = 1 << 16
+    MOST = 1 << 15
 
     def __init__(self, ask: Callable[[str], bool]) -> None:
         self._ask = ask
@@ -71,7 +71,7 @@ class RememberedAnswers:
         return answer
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def name_filter(include: tuple[str, ...], exclude: tuple[str, ...]) -> RememberedAnswers:
     """`NameFilter(include, exclude).accepts`, its answers kept, one per distinct pair of lists (plans rebuild their
     filters freely: each is built once per process)."""

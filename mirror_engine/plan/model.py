@@ -121,7 +121,7 @@ class MigrationPlan(StrictModel):
                              self.target.alias, self.engine.replicate_heartbeats)(topic)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _topic_choice(include: tuple[str, ...], exclude: tuple[str, ...], policy_spec: tuple[str, str, bool],
                   source_alias: str, target_alias: str, heartbeats: bool) -> RememberedAnswers:
     """`MigrationPlan.replicates_topic` for plans that choose topics alike, its answers kept."""
