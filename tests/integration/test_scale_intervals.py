@@ -64,8 +64,9 @@ class _Counted:
             self.target_partitions_asked += len(tps)
             return real_ends(admin, tps, *args, **kwargs)
 
-        def prepare(upkeep: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None) -> Any:
-            result = real_prepare(upkeep, managed, initial, clusters)
+        def prepare(upkeep: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None,
+                    list_source: Any = None) -> Any:
+            result = real_prepare(upkeep, managed, initial, clusters, list_source)
             self.refreshes += not initial
             return result
 
@@ -147,11 +148,12 @@ def test_the_copy_goes_on_while_a_refresh_prepares_the_target(kafka_pair, unique
     refreshing, release = threading.Event(), threading.Event()
     prepare = TargetUpkeep.prepare
 
-    def slow_prepare(self: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None) -> Any:
+    def slow_prepare(self: TargetUpkeep, managed: frozenset[str], initial: bool, clusters: Any = None,
+                     list_source: Any = None) -> Any:
         if not initial:
             refreshing.set()
             release.wait(60)  # as slow as the test wants
-        return prepare(self, managed, initial, clusters)
+        return prepare(self, managed, initial, clusters, list_source)
 
     monkeypatch.setattr(TargetUpkeep, "prepare", slow_prepare)
     engine = Replicator(plan, source.client_config(), target.client_config())

@@ -68,10 +68,10 @@ def test_a_worker_offered_a_partition_the_target_lacks_copies_it_once_the_target
     target_ready = threading.Event()
     prepare = TargetUpkeep.prepare
 
-    def late_prepare(self, managed, initial, clusters=None):
+    def late_prepare(self, managed, initial, clusters=None, list_source=None):
         if not initial and not target_ready.is_set():
             return None
-        return prepare(self, managed, initial, clusters)
+        return prepare(self, managed, initial, clusters, list_source)
     monkeypatch.setattr(TargetUpkeep, "prepare", late_prepare)
 
     replicator = Replicator(plan, source.client_config(), target.client_config(), worker_id="w1")
