@@ -30,11 +30,15 @@ several versions of the engine on the same shapes in one run, in turn:
 each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
 their figures are comparable as ratios on a shared, busy machine. `--rounds N` measures each version N times,
 alternated (columns LABEL1, LABEL2, ...): after each run its topics are deleted from the target (its copies and its
-flow's internal topics), and the next run waits for the machine to settle (the load average under 0.75 a core,
-at most `--settle` seconds), so every run meets a target of the same size; one run of a version on this machine
-can take twice as long as the next. `--quiet-launch` launches each `run` once the machine settles after `prepare`
-(the brokers here create the shape's partitions on the engine's own two cores). `--trace` runs `run` through
-`startup_trace.py` and prints each start-up step.
+flow's internal topics), and the next run waits for the machine to settle (the load average under 0.75 a core and
+each broker under a tenth of a core, at most `--settle` seconds), so every run meets a target of the same size; one
+run of a version on this machine can take twice as long as the next. `--quiet-launch` launches each `run` once the
+machine settles after `prepare` (the brokers here create the shape's partitions on the engine's own two cores), and
+prints the load average and the brokers' CPU at the launch. The build commits a group on the target, so that the
+target's offsets topic exists before the first measured run. `--warm-up` runs the engine once on each shape before
+measuring it, not counted: on freshly built brokers (their JVMs never having served a fetch) the first run here
+started 2-3 s later and copied at half the rate of the next ones.
+`--trace` runs `run` through `startup_trace.py` and prints each start-up step.
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
@@ -172,13 +176,19 @@ def produce_records(cluster: KafkaCluster, names: list[str], partitions: int, pe
 
 def commit_groups(cluster: KafkaCluster, prefix: str, names: list[str], shape: Shape, per_partition: int) -> None:
     """Each group stopped half-way on 1 to 3 topics: committed offsets, no members."""
-    admin = AdminClient(cluster.client_config())
     rng = random.Random(7)
-    pending = []
+    requests = []
     for g in range(shape.groups):
         read = rng.sample(names, min(len(names), rng.randint(1, 3)))
         offsets = [TopicPartition(t, p, per_partition // 2) for t in read for p in range(shape.partitions)]
-        pending.append(ConsumerGroupTopicPartitions(f"{prefix}-g{g}", offsets))
+        requests.append(ConsumerGroupTopicPartitions(f"{prefix}-g{g}", offsets))
+    commit_offsets(cluster, requests)
+
+
+def commit_offsets(cluster: KafkaCluster, requests: list[ConsumerGroupTopicPartitions]) -> None:
+    """Commit each group's offsets, 200 groups in flight, again while the cluster's coordinators load (120 s)."""
+    admin = AdminClient(cluster.client_config())
+    pending = list(requests)
     deadline = time.monotonic() + 120
     while pending:
         futures = []
@@ -372,6 +382,10 @@ def build_shape(shape: Shape, source: KafkaCluster, target: KafkaCluster, per_pa
     raw_spread_rate = shape.total_partitions * per_partition / produce_records(
         target, raw_names, shape.partitions, per_partition, producers=spread) if spread > 1 else raw_rate
     commit_groups(source, prefix, names, shape, per_partition)
+    # The target's offsets topic is made by its first group's commit: here, not in the first measured `run`'s start
+    # (its check that no worker runs beside it asks the target's group coordinator), which would share the two
+    # cores with the target's brokers creating its 50 partitions.
+    commit_offsets(target, [ConsumerGroupTopicPartitions("scale-warm-up", [TopicPartition(raw_names[0], 0, 0)])])
     return raw_rate, raw_spread_rate
 
 
@@ -403,7 +417,7 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     # machine may need longer, and the copy is measured from a target that serves them all.
     wait_until_served(AdminClient(target.client_config()), names, timeout_s=300)
     if settle_before_run_s:
-        settle(settle_before_run_s)
+        figures.launch_load, figures.launch_brokers_cores = settle(settle_before_run_s, [source, target])
 
     total = shape.total_partitions * per_partition
     engine_log = workdir / f"{prefix}-run.log"
@@ -507,14 +521,37 @@ def drop_topics(cluster: KafkaCluster, names: list[str]) -> None:
     log.info("deleted %d topics from the target", len(existing))
 
 
-def settle(most_s: float) -> None:
-    """Wait until the load average (one minute) is under 0.75 a core, or `most_s` seconds: the brokers delete the
-    last run's logs in the background."""
+# The brokers count as quiet under this share of a core each, over QUIET_WINDOW_S: idle brokers of the
+# 10,000-partition shape here use 0.03-0.06. The load average alone (a minute's mean) read under 0.75 a core while
+# the brokers were still creating the partitions `prepare` had just asked for.
+QUIET_BROKER_CORES = 0.1
+QUIET_WINDOW_S = 5.0
+
+
+def broker_pids(clusters: list[KafkaCluster]) -> list[int]:
+    return [pid for cluster in clusters for pid in (cluster.pid, *(node.pid for node in cluster.brokers))]
+
+
+def brokers_cores(pids: list[int], window_s: float) -> float:
+    """The CPU these processes used together over the next `window_s` seconds, in cores."""
+    before = [cpu_seconds(pid) or 0.0 for pid in pids]
+    time.sleep(window_s)
+    return sum((cpu_seconds(pid) or 0.0) - used for pid, used in zip(pids, before, strict=True)) / window_s
+
+
+def settle(most_s: float, clusters: list[KafkaCluster]) -> tuple[float, float]:
+    """Wait until the machine is quiet, or `most_s` seconds: the load average (one minute) under 0.75 a core and
+    the brokers under QUIET_BROKER_CORES each (they delete the last run's logs, or create the partitions `prepare`
+    asked for, in the background). The load average and the brokers' CPU (cores) then."""
     deadline, quiet = time.monotonic() + most_s, 0.75 * (os.cpu_count() or 1)
+    pids = broker_pids(clusters)
     time.sleep(min(10.0, most_s))
-    while os.getloadavg()[0] >= quiet and time.monotonic() < deadline:
-        time.sleep(2)
-    log.info("load average %.2f", os.getloadavg()[0])
+    while True:
+        busy, load = brokers_cores(pids, QUIET_WINDOW_S), os.getloadavg()[0]
+        if (load < quiet and busy < QUIET_BROKER_CORES * len(pids)) or time.monotonic() >= deadline:
+            break
+    log.info("load average %.2f, the brokers %.2f cores", load, busy)
+    return load, busy
 
 
 def checkpoint_round_seconds(plan_file: Path, env: dict[str, str]) -> float | None:
@@ -562,6 +599,8 @@ def report(columns: list[tuple[Shape, Code]], results: list[Figures]) -> None:
          ""],
         ["copy rate vs that", *(cell(r.rate / r.raw_spread_rate if r.rate and r.raw_spread_rate else None, 2)
                                 for r in results), ""],
+        ["load average at launch (--quiet-launch)", *(cell(r.launch_load, 2) for r in results), ""],
+        ["both clusters' brokers' CPU at launch, cores", *(cell(r.launch_brokers_cores, 2) for r in results), ""],
         ["engine CPU to the backlog copied, s", *(cell(r.copy_cpu_s) for r in results), ""],
         ["peak RSS, MiB", *(cell(r.peak_rss_mib, 0) for r in results), "<= 250"],
         ["largest status record, KiB", *(cell(r.largest_status_kib) for r in results), "<= 64"],
@@ -607,6 +646,9 @@ def main() -> None:
                         help="launch `run` once the machine settles after `prepare` (at most --settle seconds): here "
                              "the brokers create the shape's partitions on the engine's own cores, on a real cluster "
                              "on machines of their own")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="run the engine once on each shape before measuring it, not counted: the first run on "
+                             "freshly built brokers here started two to three seconds slower than the next ones")
     parser.add_argument("--workers", action="store_true",
                         help="also the workers step at each shape: two workers, one joining, one leaving "
                              "(bench/scale_workers.py)")
@@ -630,10 +672,15 @@ def main() -> None:
                 workers_step(shapes, source, target, workdir, args.records)
             for shape in shapes if not args.workers_only else []:
                 raw_rate, raw_spread_rate = build_shape(shape, source, target, args.records)
+                if args.warm_up:
+                    log.info("%s: a warm-up run, not counted", shape)
+                    settle(args.settle, [source, target])
+                    measure(shape, Code("warmup", codes[0].path), source, target, workdir, args.records, 1.0,
+                            drop_after=True)
                 for number in range(1, args.rounds + 1):
                     for code in codes if args.engine else []:
-                        if args.rounds > 1 and (number > 1 or code is not codes[0]):
-                            settle(args.settle)
+                        if args.warm_up or (args.rounds > 1 and (number > 1 or code is not codes[0])):
+                            settle(args.settle, [source, target])
                         run_code = code if args.rounds == 1 else Code(f"{code.label}{number}", code.path)
                         figures = measure(shape, run_code, source, target, workdir, args.records, args.steady,
                                           args.trace, drop_after=args.rounds > 1,

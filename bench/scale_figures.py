@@ -44,6 +44,8 @@ class Figures:
     copy_cpu_s: float | None = None  # CPU seconds of the engine from its launch to the backlog copied
     steady_cpu_per_minute: float | None = None  # CPU seconds of the engine a minute once caught up (`--steady`)
     steady_librdkafka_cpu_per_minute: float | None = None  # of which in librdkafka's threads
+    launch_load: float | None = None  # the load average as `run` was launched (`--quiet-launch`)
+    launch_brokers_cores: float | None = None  # the brokers' CPU then, in cores
 
 
 @dataclass

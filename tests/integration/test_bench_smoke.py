@@ -104,7 +104,7 @@ def test_scale_benchmark_runs_at_a_tiny_size():
     # Every figure was measured in both runs: no step failed at this size.
     for figure in ("plan", "prepare", "run: first record", "run: backlog copied", "switch-group (one group)",
                    "DAG parse", "largest status record, KiB", "engine log lines per minute",
-                   "engine CPU to the backlog copied, s"):
+                   "engine CPU to the backlog copied, s", "load average at launch (--quiet-launch)"):
         assert len(rows[figure]) >= 2 and "-" not in rows[figure][:2], result.stdout + result.stderr[-3000:]
     # Each run's 6 copies and its flow's internal topics were deleted after it.
     deleted = [int(n) for n in re.findall(r"deleted (\d+) topics from the target", result.stderr)]
