@@ -36,8 +36,8 @@ run of a version on this machine can take twice as long as the next. `--quiet-la
 machine settles after `prepare` (the brokers here create the shape's partitions on the engine's own two cores), and
 prints the load average and the brokers' CPU at the launch. The build commits a group on the target, so that the
 target's offsets topic exists before the first measured run. `--warm-up` runs the engine once on each shape before
-measuring it, not counted: on freshly built brokers (their JVMs never having served a fetch) the first run here
-started 2-3 s later and copied at half the rate of the next ones.
+measuring it, not counted: on freshly built brokers the first run here started 2-3 s later and copied at half the
+rate of the next ones (every request took longer; likely the brokers' JVMs running those paths for the first time).
 `--trace` runs `run` through `startup_trace.py` and prints each start-up step.
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
