@@ -38,7 +38,9 @@ prints the load average and the brokers' CPU at the launch. The build commits a 
 target's offsets topic exists before the first measured run. `--warm-up` runs the engine once on each shape before
 measuring it, not counted: on freshly built brokers the first run here started 2-3 s later and copied at half the
 rate of the next ones (every request took longer; likely the brokers' JVMs running those paths for the first time).
-`--trace` runs `run` through `startup_trace.py` and prints each start-up step.
+`--trace` runs `run` through `startup_trace.py` and prints each start-up step. Each version's `mirror_engine` is
+compiled to bytecode first, as `make setup` compiles the checkout (on this machine Python writes no bytecode
+itself: every command would otherwise compile the project's modules at each start).
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
@@ -659,6 +661,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shapes = sorted(args.shape or [Shape(1000, 10, 1000)], key=lambda s: s.total_partitions)
     codes = args.code or [Code("engine")]
+    for code in codes:
+        code.compile_bytecode()
     check_brokers(shapes, len(codes) + 1 + args.mm2, args.brokers, raise_file_limit(shapes[-1]))
     columns, results = [], []
     mm2: dict[Shape, Mm2Figures] = {}
