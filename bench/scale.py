@@ -26,21 +26,21 @@ joining and one leaving, with duplicates counted afterwards (bench/scale_workers
 measured by bench/cockpit_overview.py.
 
 `--keep DIR` works in DIR and keeps it (plans, every command's log). `--code LABEL=DIR` (repeatable) measures
-several versions of the engine on the same shapes in one run, in turn:
-each copies into target topics of its own (the plan's source alias is the label, under the default policy), so
-their figures are comparable as ratios on a shared, busy machine. `--rounds N` measures each version N times,
-alternated (columns LABEL1, LABEL2, ...): after each run its topics are deleted from the target (its copies and its
-flow's internal topics), and the next run waits for the machine to settle (the load average under 0.75 a core and
-each broker under a tenth of a core, at most `--settle` seconds), so every run meets a target of the same size; one
-run of a version on this machine can take twice as long as the next. `--quiet-launch` launches each `run` once the
-machine settles after `prepare` (the brokers here create the shape's partitions on the engine's own two cores), and
-prints the load average and the brokers' CPU at the launch. The build commits a group on the target, so that the
-target's offsets topic exists before the first measured run. `--warm-up` runs the engine once on each shape before
-measuring it, not counted: on freshly built brokers the first run here started 2-3 s later and copied at half the
-rate of the next ones (every request took longer; likely the brokers' JVMs running those paths for the first time).
-`--trace` runs `run` through `startup_trace.py` and prints each start-up step. Each version's `mirror_engine` is
-compiled to bytecode first, as `make setup` compiles the checkout (on this machine Python writes no bytecode
-itself: every command would otherwise compile the project's modules at each start).
+several versions of the engine on the same shapes in one run, in turn: each copies into target topics of its own
+(the plan's source alias is the label, under the default policy), so their figures are comparable as ratios on a
+shared, busy machine. `--rounds N` measures each version N times, alternated (columns LABEL1, LABEL2, ...): after
+each run its topics are deleted from the target (its copies and its flow's internal topics), and the next run waits
+for the machine to settle (the load average under 0.75 a core and the brokers under a tenth of a core each on
+average, at most `--settle` seconds), so every run meets a target of the same size; one run of a version on this
+machine can take twice as long as the next. `--quiet-launch` launches each `run` once the machine settles after
+`prepare` (the brokers here create the shape's partitions on the engine's own two cores), and prints the load
+average and the brokers' CPU at the launch. The build commits a group on the target, so that the target's offsets
+topic exists before the first measured run. `--warm-up` runs the engine once on each shape before measuring it, not
+counted: on freshly built brokers the first run here started 2-3 s later and copied at half the rate of the next
+ones (every request took longer; likely the brokers' JVMs running those paths for the first time). `--trace` runs
+`run` through `startup_trace.py` and prints each start-up step. Each version's `mirror_engine` is compiled to
+bytecode first, as `make setup` compiles the checkout (on this machine Python writes no bytecode itself: every
+command would otherwise compile the project's modules at each start).
 
 The brokers need about one file descriptor per partition and segment: the script raises its own open-file limit
 to the hard limit (the brokers inherit it) and says how many brokers per cluster (`--brokers N`) the shapes need
@@ -523,9 +523,10 @@ def drop_topics(cluster: KafkaCluster, names: list[str]) -> None:
     log.info("deleted %d topics from the target", len(existing))
 
 
-# The brokers count as quiet under this share of a core each, over QUIET_WINDOW_S: idle brokers of the
-# 10,000-partition shape here use 0.03-0.06. The load average alone (a minute's mean) read under 0.75 a core while
-# the brokers were still creating the partitions `prepare` had just asked for.
+# The brokers count as quiet under this share of a core each on average (their sum against it times their number),
+# over QUIET_WINDOW_S: idle brokers of the 10,000-partition shape here use 0.03-0.06. The load average alone (a
+# minute's mean) read under 0.75 a core while the brokers were still creating the partitions `prepare` had just
+# asked for.
 QUIET_BROKER_CORES = 0.1
 QUIET_WINDOW_S = 5.0
 
@@ -543,8 +544,8 @@ def brokers_cores(pids: list[int], window_s: float) -> float:
 
 def settle(most_s: float, clusters: list[KafkaCluster]) -> tuple[float, float]:
     """Wait until the machine is quiet, or `most_s` seconds: the load average (one minute) under 0.75 a core and
-    the brokers under QUIET_BROKER_CORES each (they delete the last run's logs, or create the partitions `prepare`
-    asked for, in the background). The load average and the brokers' CPU (cores) then."""
+    the brokers under QUIET_BROKER_CORES each on average (they delete the last run's logs, or create the partitions
+    `prepare` asked for, in the background). The load average and the brokers' CPU (cores) then."""
     deadline, quiet = time.monotonic() + most_s, 0.75 * (os.cpu_count() or 1)
     pids = broker_pids(clusters)
     time.sleep(min(10.0, most_s))
