@@ -83,6 +83,8 @@ class RecordCopier:
                     except KafkaException as error:  # refused by the client itself: nothing was sent
                         if callback is not None:
                             state.callbacks_pending -= 1
+                        if self.faults.producer_raised(error, "the target producer failed"):
+                            return  # for good: the engine stops, nothing after the last commit counts as copied
                         self.stop_partition_at(state, offset, f"{state.topic}[{partition}]: the producer refused "
                                                               f"the record at offset {offset}: {error.args[0].str()}")
                 run_start = False
@@ -92,12 +94,11 @@ class RecordCopier:
                 state = None
         try:
             self.clients.records.poll()
-        except KafkaException as error:
+        except (KafkaException, SystemError) as raised:
             # A fatal error (fenced by another engine of the flow, say) can surface here first: the engine stops
             # with its reason, as when a commit or the status write meets it, instead of raising it raw.
-            if not error.args[0].fatal():
+            if not self.faults.producer_raised(raised, "the target producer failed"):
                 raise
-            self.faults.producer_failed(error.args[0], f"the target producer failed: {error.args[0].str()}")
 
     def _refuse_if_too_large(self, state: PartitionState, offset: int, key: bytes | None, value: bytes | None,
                              headers: Headers) -> bool:
@@ -122,7 +123,11 @@ class RecordCopier:
         delivers them all or fails fatally, and they follow the last record with a callback one by one on
         both clusters, so their target positions follow too.
         """
-        self.clients.records.flush(60)
+        try:
+            self.clients.records.flush(60)
+        except (KafkaException, SystemError) as raised:
+            if not self.faults.producer_raised(raised, "the target producer failed"):
+                raise
         if not self.faults.fatal and not state.failed and state.callbacks_pending == 0 and state.acked_next >= 0:
             tail = state.produced_next - state.acked_next
             if tail > 0 and state.syncs.delta is not None:

@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
-from mirror_engine.replication.faults import Faults
+from mirror_engine.replication.faults import Faults, kafka_error_raised
 from mirror_engine.replication.side_records import SideRecordWriter
 
 log = logging.getLogger("mirror_engine.replication.engine")
@@ -165,10 +165,8 @@ class Transactional:
             if begin_next:
                 producer.begin_transaction()
         except (KafkaException, SystemError) as raised:
-            # confluent-kafka raises a fatal error out of flush() as the cause of a SystemError when a delivery
-            # callback ran while it was pending.
-            error = raised if isinstance(raised, KafkaException) else raised.__cause__
-            if not isinstance(error, KafkaException):
+            error = kafka_error_raised(raised)
+            if error is None:
                 raise
             self.faults.producer_failed(error.args[0], f"committing the transaction on the target failed (nothing of "
                                                        f"it counts as copied): {error}")
@@ -209,3 +207,6 @@ class Transactional:
             self.clients.producer.abort_transaction(10)
         except KafkaException as error:
             log.warning("aborting the open transaction failed (the target aborts it at its timeout): %s", error)
+            # A fenced producer's fatal error may have surfaced first as the generic one (a produce() refused "Local:
+            # Fatal error", a flush that raised without it): the abort names it, and the fencing is said as such.
+            self.faults.producer_failed(error.args[0], str(error))

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -37,6 +37,15 @@ class Faults:
         if not self.fatal:
             self.fatal = sentence
 
+    def producer_raised(self, raised: Exception, sentence: str) -> bool:
+        """`raised` came out of a target producer's call: True when it is the producer's fatal error, which stops the
+        engine (`producer_failed`, `sentence` followed by the error), False for anything else (the caller raises it)."""
+        error = kafka_error_raised(raised)
+        if error is None or not error.args[0].fatal():
+            return False
+        self.producer_failed(error.args[0], f"{sentence}: {error.args[0].str()}")
+        return True
+
     def producer_failed(self, error: KafkaError, sentence: str) -> None:
         """A fatal error of the target producer, wherever it surfaced (a callback, a commit, a status write):
         fencing is said as such whatever was seen first; otherwise the first fatal error says why."""
@@ -44,6 +53,16 @@ class Faults:
             self.fatal = FENCED_BY_ANOTHER
         elif not self.fatal:
             self.fatal = sentence
+
+
+def kafka_error_raised(raised: BaseException) -> KafkaException | None:
+    """The KafkaException a client's poll() or flush() raised: itself, or the cause of a SystemError.
+
+    confluent-kafka turns a producer's fatal error (fenced by another engine, say) into the exception of the call its
+    error callback runs in, and lets the delivery callbacks of that same call run after it: the first of them that
+    runs Python code fails with a SystemError whose cause is the fatal error."""
+    error = raised if isinstance(raised, KafkaException) else raised.__cause__
+    return error if isinstance(error, KafkaException) else None
 
 
 @dataclass

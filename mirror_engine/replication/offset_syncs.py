@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.replication.copy_contract import produce_when_room
@@ -148,6 +148,13 @@ class OffsetSyncWriter:
                 return
             except BufferError:
                 pass
+            except KafkaException as error:
+                # A producer failed for good (fenced by another engine of the flow, say): nothing more commits, and
+                # raised from a delivery callback the error would break every later callback of the same poll.
+                if error.args[0].fatal():
+                    self.faults.producer_failed(error.args[0], f"writing offset-sync for {state.topic}"
+                                                               f"[{state.partition}] failed: {error.args[0].str()}")
+                    return
         self.unsent.append(record)
 
     def send_unsent(self) -> None:
