@@ -61,6 +61,8 @@ STEPS = [
     ("mirror_engine.replication.assigner", "at_once", "  source ids and offsets, target ends and limits, at once"),
     ("mirror_engine.replication.target_topics", "TargetTopics.producers_know", "  producers' metadata"),
     ("mirror_engine.replication.target_topics", "read_limits", "  (beside) target topics' record limits read"),
+    ("mirror_engine.replication.limits_gate", "read_limits", "  (beside) a batch of target topics' record limits read"),
+    ("mirror_engine.replication.limits_gate", "LimitsGate._learn", "  record limits learned (a batch)"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._fresh_starts", "  fresh partitions' starts"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
     ("mirror_engine.replication.record_producers", "RecordProducers.spread", "    record producers given topics"),

@@ -54,6 +54,8 @@ from mirror_engine.kafka.record_sizes import (
 )
 from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, SMALL_PREFETCH, assign_known, consume_available
 from mirror_engine.kafka.topics import (
+    CONFIG_BATCH,
+    CONFIGS_IN_FLIGHT,
     DEFAULT_MAX_MESSAGE_BYTES,
     ClusterState,
     ConfigFilter,
@@ -77,6 +79,8 @@ from mirror_engine.kafka.topics import (
 )
 
 __all__ = [
+    "CONFIGS_IN_FLIGHT",
+    "CONFIG_BATCH",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ENGINE_GROUP_PREFIX",
     "FENCE_OPTION",

@@ -24,7 +24,8 @@ from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copier import RecordCopier
 from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.faults import Faults
-from mirror_engine.replication.partition_state import FAR, PartitionState
+from mirror_engine.replication.limits_gate import LimitsGate
+from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
 from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.target_topics import TargetTopics
@@ -58,6 +59,7 @@ class PartitionAssigner:
         self.delivery = delivery
         self.faults = faults
         self.targets = TargetTopics(plan, clients, lower_batch_cap)
+        self.limits = LimitsGate(self.targets, states, lambda: clients.target_admin)
         self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
         self.source_topics: list[str] = []
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
@@ -85,7 +87,7 @@ class PartitionAssigner:
         engine, which then assigns itself every partition of the plan): the plan's partitions on the source, their
         bounds and their topics' ids; the consumer's metadata of those topics (the producers need none asked then:
         `TargetTopics.starting_from`); and, beside the rest of the start, their target topics' record limits
-        (`TargetTopics.read_limits_ahead`). `forget_ahead` once that assignment is made.
+        (`LimitsGate.read_ahead`). `forget_ahead` once that assignment is made.
 
         The partitions are listed by the consumer: the one listing of the whole source also teaches it the leaders,
         and is the preparation's listing of the source too, given to `listed` as soon as it is read (a listing by
@@ -101,7 +103,7 @@ class PartitionAssigner:
             listed.set_result(topic_listing(cluster))
         metadata = cluster.topics
         topics = sorted(name for name in metadata if self.plan.replicates_topic(name))
-        self.targets.read_limits_ahead(topics)
+        self.limits.read_ahead(admin_client(self.clients.target_config), [self.targets.name(topic) for topic in topics])
         keys = [TopicPartition(topic, p) for topic in topics for p in metadata[topic].partitions]
         ids, bounds = at_once(lambda: _topic_ids(admin_client(self.clients.source_config), topics),
                               lambda: partition_bounds(self.clients.source_config, keys, timeout_s=60))
@@ -191,10 +193,6 @@ class PartitionAssigner:
             return
         topics = sorted({topic for topic, _ in new})
         targets, name = self.targets, self.targets.name
-        # The target topics' record limits matter from the first record produced, after this returns: read beside the
-        # rest of the assignment, storing every partition's start included (the configs of 1,000 topics, about 33 KiB
-        # each as the broker answers them, read before it took the start 1.3-1.5 s at 10,000 partitions).
-        limits = targets.limits(topics)
         # What the engine's start read of the target already (`TargetTopics.starting_from`) is not asked again.
         target_ends = {(name(t), p): targets.at_start.ends[(name(t), p)] for t, p in new
                        if (name(t), p) in targets.at_start.ends}
@@ -270,23 +268,9 @@ class PartitionAssigner:
         fresh = [key for key in new if key not in self.stored]
         if fresh:
             self.delivery.store_start(fresh)
-        try:
-            targets.learn(limits.result())
-        except BaseException:  # none of them is copied: the next assignment takes them again
-            self._undo(new, assignment + stopped, assigned)
-            raise
-        for key in new:
-            self.states[key].fit_to(self.clients.record_limits.get(name(key[0]), FAR))
-
-    def _undo(self, new: list[TopicPartitionKey], partitions: list[TopicPartition], assigned: bool) -> None:
-        """`_start_copying` failed before their records could be copied: the consumer and the states as before."""
-        for key in new:
-            self.states.pop(key, None)
-        if assigned:
-            self.clients.consumer.pause(partitions)
-            self.awaiting_target.update(new)
-        elif partitions:
-            self.clients.consumer.incremental_unassign(partitions)
+        # Their records are copied once their target topics' record limits are known, each topic's as it comes
+        # (read beside the rest of the start or asked now): the copy holds them until then.
+        self.limits.wait_for([self.states[key] for key in new])
 
     def _fresh_starts(self, fresh: list[TopicPartitionKey], earliest: dict[TopicPartitionKey, int],
                       latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:

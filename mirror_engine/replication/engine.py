@@ -259,14 +259,16 @@ class Replicator:
         skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress,
                    "group": not self.membership.serves_group}
         scheduler = Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
-        consume, copy = self.clients.consumer.consume, self.copier.copy
+        copy, admit = self.copier.copy, self.assigner.limits.admit
+        consume = functools.partial(self.clients.consumer.consume, engine.batch_size, timeout=0.2)
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage collector
         # would scan over and over (15% of the copy's time when profiled): collected once a second (see `run`),
         # never the objects of the set-up (frozen by the first collection, `_collect_garbage`).
         self.copying.set()
         try:
             while not self._stop.is_set() and not self.faults.fatal:
-                copy(consume(engine.batch_size, timeout=0.2) if self.flow_state != "paused" else self._held())
+                # Records whose target topic's record limits are still being read are held back (`LimitsGate`).
+                copy(admit(consume) if self.flow_state != "paused" else self._held())
                 now = time.monotonic()
                 scheduler.run_due()
                 if max_seconds is not None and now - started >= max_seconds:

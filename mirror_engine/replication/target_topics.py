@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from confluent_kafka import Producer
@@ -14,9 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_engine.kafka import (
     ClusterState,
-    admin_client,
     at_once,
-    beside,
     describe_topic_configs,
     metadata_of,
     record_limit,
@@ -44,7 +41,6 @@ class TargetTopics:
         # partitions of each target topic the producers need not be asked about then.
         self.at_start = ClusterState(0, {})
         self.known_at_start: dict[str, int] = {}
-        self._limits_ahead: Future[dict[str, tuple[int, bool]]] | None = None  # see `read_limits_ahead`
 
     def name(self, topic: str) -> str:
         """The target topic of a source topic."""
@@ -66,29 +62,6 @@ class TargetTopics:
         created or grew are left out of `target`: those are asked."""
         self.at_start = target or ClusterState(0, {})
         self.known_at_start = {name: state.partitions for name, state in self.at_start.topics.items()}
-        if target is None:
-            self._limits_ahead = None
-
-    def read_limits_ahead(self, topics: list[str]) -> None:
-        """Start reading the record limits of these source topics' target topics, as the engine starts: the configs
-        of 1,000 topics take the target a second or more, which then runs beside the rest of the start instead of
-        after it, through a client of its own. A target topic missing then (the preparation creates it) is left to
-        `limits`."""
-        admin, names = admin_client(self.clients.target_config), [self.name(topic) for topic in topics]
-        self._limits_ahead = beside(lambda: read_limits(admin, names, missing=[]))
-
-    def limits(self, topics: list[str]) -> Future[dict[str, tuple[int, bool]]]:
-        """The record limits of these source topics' target topics (`learn`'s form), being read: those read ahead
-        (`read_limits_ahead`) are not asked again. Taken by the assignment only once it stored its partitions' start,
-        so that the read runs beside it: the copy needs them only from its first record produced."""
-        admin, names, ahead = self.clients.target_admin, [self.name(topic) for topic in topics], self._limits_ahead
-
-        def read() -> dict[str, tuple[int, bool]]:
-            known = ahead.result() if ahead is not None else {}
-            return {**{name: known[name] for name in names if name in known},
-                    **read_limits(admin, [name for name in names if name not in known])}
-
-        return beside(read)
 
     def existing(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of `keys` whose target partition exists. The source may have grown since the target was prepared

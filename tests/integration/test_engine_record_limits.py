@@ -14,7 +14,7 @@ from confluent_kafka.admin import NewTopic
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.kafka import batch_size_alone
 from mirror_engine.observe import read_worker_statuses
-from mirror_engine.replication import Replicator, delivery, target_topics
+from mirror_engine.replication import Replicator, delivery, limits_gate
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 
@@ -60,13 +60,13 @@ def _limits_answered_once_the_start_is_stored(monkeypatch: pytest.MonkeyPatch) -
     consumer is assigned by then, and the copy must still wait for the limits (a batch produced before them is one
     the target refuses). Whether each answer came after the start was stored is appended to the list returned."""
     stored, answered_after_store = threading.Event(), []
-    read_limits = target_topics.read_limits
+    read_limits = limits_gate.read_limits
 
     def held(admin: object, targets: list[str], missing: list[str] | None = None) -> dict:
         answered_after_store.append(stored.wait(20))
         return read_limits(admin, targets, missing)
 
-    monkeypatch.setattr(target_topics, "read_limits", held)
+    monkeypatch.setattr(limits_gate, "read_limits", held)
     for mode in (delivery.AtLeastOnce, delivery.Transactional):
         monkeypatch.setattr(mode, "store_start", _then(mode.store_start, stored.set))
     return answered_after_store
@@ -142,7 +142,7 @@ def _limits_refused_once_for(monkeypatch: pytest.MonkeyPatch, topic: str) -> lis
     """The first read of `topic`'s record limits fails (a target that did not answer in time, say); the topics of
     each refused read are appended to the list returned."""
     refused: list[list[str]] = []
-    read_limits = target_topics.read_limits
+    read_limits = limits_gate.read_limits
 
     def refusing_once(admin: object, targets: list[str], missing: list[str] | None = None) -> dict:
         if topic in targets and not refused:
@@ -150,7 +150,7 @@ def _limits_refused_once_for(monkeypatch: pytest.MonkeyPatch, topic: str) -> lis
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "injected: the target did not answer in time"))
         return read_limits(admin, targets, missing)
 
-    monkeypatch.setattr(target_topics, "read_limits", refusing_once)
+    monkeypatch.setattr(limits_gate, "read_limits", refusing_once)
     return refused
 
 
@@ -164,9 +164,9 @@ def test_a_topic_whose_limits_could_not_be_read_is_copied_within_them_once_they_
     create_topics(target, [NewTopic(later, 1, 1, config={"max.message.bytes": str(TARGET_LIMIT)})])
     plan = make_plan(source, target, unique_name, sync={"config_exclude": ["max.message.bytes"]},
                      engine={"refresh_interval_s": 1, "status_interval_s": 0.5, "progress_interval_s": 0.2})
-    # The assignment that takes the new topic cannot read its limits the first time: it is undone, and a later
-    # refresh assigns the topic again. Copied without its limits, the large record would go to the target, which
-    # refuses it; copied within them, the engine stops the partition there itself, saying why.
+    # The assignment that takes the new topic cannot read its limits the first time: its records are held and the
+    # limits asked again. Copied without its limits, the large record would go to the target, which refuses it;
+    # copied within them, the engine stops the partition there itself, saying why.
     refused = _limits_refused_once_for(monkeypatch, later)
     replicator = Replicator(plan, source.client_config(), target.client_config())
     ran: list = []
@@ -191,3 +191,51 @@ def test_a_topic_whose_limits_could_not_be_read_is_copied_within_them_once_they_
     reason = ran[0].failed_partitions[f"{later}[0]"]
     assert "offset 10" in reason and "max.message.bytes" in reason and str(TARGET_LIMIT) in reason, reason
     assert _copied(target, later, 0) == _content(records[:10])
+
+
+def test_a_topic_is_copied_while_another_topics_limits_are_still_read(kafka_pair, unique_name, monkeypatch):
+    source, target = kafka_pair
+    fast, slow = f"{unique_name}-fast", f"{unique_name}-slow"
+    create_topics(source, [NewTopic(fast, 2, 1), NewTopic(slow, 1, 1)])
+    create_topics(target, [NewTopic(slow, 1, 1, config={"max.message.bytes": str(TARGET_LIMIT)})])
+    fast_records = [*_small(0, 0, 20), *_small(1, 0, 20)]
+    slow_records = [*_small(0, 0, 10), (0, b"big-value", os.urandom(150_000), [], BASE_TS + 10), *_small(0, 11, 20)]
+    produce(source, fast, fast_records)
+    produce(source, slow, slow_records, **{"message.max.bytes": 2_000_000})
+    plan = make_plan(source, target, unique_name, sync={"config_exclude": ["max.message.bytes"]},
+                     engine={"status_interval_s": 0.5, "progress_interval_s": 0.2})
+    # One topic a request, and the slow topic's limits answered only when the test says so: the fast topic's
+    # records must not wait for them.
+    monkeypatch.setattr(limits_gate, "CONFIG_BATCH", 1)
+    answer_slow, read_limits = threading.Event(), limits_gate.read_limits
+
+    def slow_to_answer(admin: object, targets: list[str], missing: list[str] | None = None) -> dict:
+        if slow in targets:
+            answer_slow.wait(60)
+        return read_limits(admin, targets, missing)
+
+    monkeypatch.setattr(limits_gate, "read_limits", slow_to_answer)
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    ran: list = []
+    runner = threading.Thread(target=lambda: ran.append(replicator.run(max_seconds=90)))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (_copied_yet(target, fast, 20) and len(_copied(target, fast, 1)) == 20):
+            assert time.monotonic() < deadline and runner.is_alive(), "the fast topic waited for the slow one's limits"
+            time.sleep(0.2)
+        assert _copied(target, slow, 0) == []  # held: its limits are not known yet
+        answer_slow.set()
+        while not (state := replicator.states.get((slow, 0))) or not state.failed:
+            assert time.monotonic() < deadline and runner.is_alive(), "the slow topic's partition did not stop"
+            time.sleep(0.2)
+    finally:
+        answer_slow.set()
+        replicator.stop()
+        runner.join(60)
+    assert ran and not replicator.fatal, replicator.fatal
+    # The held records were copied within the limits learned: the partition stopped at the record too large.
+    reason = ran[0].failed_partitions[f"{slow}[0]"]
+    assert "offset 10" in reason and str(TARGET_LIMIT) in reason, reason
+    assert _copied(target, slow, 0) == _content(slow_records[:10])
+    assert _copied(target, fast, 0) + _copied(target, fast, 1) == _content(fast_records)
