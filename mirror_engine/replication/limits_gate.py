@@ -58,7 +58,7 @@ class LimitsGate:
     def read_ahead(self, admin: AdminClient, targets: list[str]) -> None:
         """Start reading these target topics' limits as the engine starts, through a client of its own (`admin`): the
         first assignment's `wait_for` takes their answers instead of asking again, and asks again for a topic missing
-        then (the preparation creates it). An answer no partition waits for is dropped."""
+        then (the preparation creates it). An answer no partition waits for is dropped when the copy takes it."""
         self._ask(targets, lambda batch: read_limits(admin, batch, missing=[]))
 
     def wait_for(self, states: list[PartitionState]) -> None:
@@ -78,6 +78,8 @@ class LimitsGate:
         ones whose limits came since. With `HOLD_MAX` records held, nothing is consumed: the copy waits up to 0.2 s
         for an answer instead (its loop goes on meanwhile)."""
         if not self.pending and not self.held:
+            if not self.answers.empty():  # answers no record waits for (the start's, of a flow stopped then): dropped,
+                self._take_answers()  # so that a later assignment asks again instead of taking an old answer
             return consume()
         if self.held_count >= HOLD_MAX:
             self._take_answers(wait_s=0.2)

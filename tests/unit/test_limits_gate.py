@@ -167,3 +167,20 @@ def test_the_starts_answers_serve_the_first_assignment_and_a_missing_topic_is_as
     admitted = _admit_until(gate, 2, [[*_records("a", 0, range(1)), *_records("b", 0, range(1))]])
     assert sorted(_keys(admitted)) == [("a", 0, 0), ("b", 0, 0)]
     assert ahead_asked == [["src.a", "src.b"]] and target.asked == [["src.b"]]  # a's answer was not asked again
+
+
+def test_answers_nothing_waits_for_are_dropped_and_asked_again_when_needed(monkeypatch):
+    target = Target(monkeypatch, {"src.a": 1000})
+    states: dict = {}
+    gate = LimitsGate(Targets(), states, lambda: object())  # type: ignore[arg-type]
+    gate.read_ahead(object(), ["src.a"])  # type: ignore[arg-type]  # a flow stopped at the start: nothing assigned
+    target.release("src.a")
+    deadline = time.monotonic() + 5
+    while gate.answers.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gate.admit(list) == [] and gate.answers.empty() and not gate.asked  # the copy's loop dropped it
+    target.limits["src.a"] = 2000  # changed while the flow was stopped
+    states[("a", 0)] = _state("a", 0)
+    gate.wait_for([states[("a", 0)]])
+    assert _keys(_admit_until(gate, 1, [_records("a", 0, range(1))])) == [("a", 0, 0)]
+    assert states[("a", 0)].max_batch_bytes == 2000 and len(target.asked) == 2
