@@ -68,10 +68,11 @@ class TargetUpkeep:
 
         At the start the source configs are read only of the topics to create, and the target's configs not at all:
         the configs of the target's topics are synced by the first refresh, which starts with the copy and runs beside
-        it, then when due (`configs_due`); the record limits the copy needs of them are read beside the first assignment
-        (`PartitionAssigner`). Read before the copy, they held up its first record (the configs of 1,000 topics, about
-        33 KiB each as the broker answers them, cost a third of a second of this process's CPU, shared with the
-        start's other reads, and 1.3-1.5 s before the first record at 10,000 partitions)."""
+        it, then when due (`configs_due`); the record limits the copy needs of them are read beside the start, each
+        topic's records held until its own limits are learned (`LimitsGate`). Read before the copy, they held up its
+        first record (the configs of 1,000 topics, about 33 KiB each as the broker answers them, cost a third of a
+        second of this process's CPU, shared with the start's other reads, and 1.3-1.5 s before the first record at
+        10,000 partitions)."""
         failures = ""
         configs = not initial and self.configs_due()
         for attempt in range(3):
