@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -59,8 +60,14 @@ class Code:
 
     @classmethod
     def parse(cls, text: str) -> Code:
+        """`LABEL=FOLDER` (a folder holding a `mirror_engine` package) or `LABEL` alone (this checkout)."""
         label, _, path = text.partition("=")
-        return cls(label, Path(path).resolve() if path else None)
+        if not path:
+            return cls(label)
+        folder = Path(path).resolve()
+        if not (folder / "mirror_engine" / "__init__.py").is_file():
+            raise argparse.ArgumentTypeError(f"--code {text}: {folder} holds no mirror_engine package")
+        return cls(label, folder)
 
     def compile_bytecode(self) -> None:
         """Its `mirror_engine` (and this checkout's `kafka_local`, which its processes import from here) compiled to

@@ -60,6 +60,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from harness import create_topics, print_table, stop_clusters, wait_for_group_coordinator, write_plan
+from scale_figures import Code
 
 from kafka_local.cluster import KafkaCluster, start_pair
 
@@ -73,28 +74,6 @@ log = logging.getLogger("startup_and_switch")
 
 
 # ------------------------------------------------------------------ what runs: code and bytecode
-@dataclass(frozen=True)
-class Code:
-    """A version of `mirror_engine` to run: a folder holding the package, or None for this checkout."""
-
-    label: str
-    path: Path | None
-
-    @classmethod
-    def parse(cls, text: str) -> Code:
-        label, _, path = text.partition("=")
-        if not path:
-            raise argparse.ArgumentTypeError(f"--code takes LABEL=FOLDER, got {text!r}")
-        folder = Path(path).resolve()
-        if not (folder / "mirror_engine" / "__init__.py").is_file():
-            raise argparse.ArgumentTypeError(f"{folder} holds no mirror_engine package")
-        return cls(label, folder)
-
-    @property
-    def package(self) -> Path:
-        return (self.path or ROOT) / "mirror_engine"
-
-
 class Bytecode:
     """One `PYTHONPYCACHEPREFIX` per bytecode state, filled once: `cached` holds every module the commands import,
     `none` only the standard library's."""
