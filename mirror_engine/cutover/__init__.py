@@ -6,6 +6,16 @@ from mirror_engine.cutover.checkpoint_loop import CheckpointLease, CheckpointLoo
 from mirror_engine.cutover.checkpoints import Checkpointer, translate_group
 from mirror_engine.cutover.group_batch import BatchPass, GroupBatch
 from mirror_engine.cutover.group_switch import GroupSwitcher, GroupSwitchReport
+from mirror_engine.cutover.outlook import (
+    BLOCKED,
+    SKIP,
+    SWITCH,
+    GroupOutlook,
+    group_verdict,
+    outlook_lines,
+    read_switch_outlook,
+    switch_outlook,
+)
 from mirror_engine.cutover.producer_switch import ProducerSwitchReport, switch_producers, unfence_producers
 from mirror_engine.cutover.proof import fingerprint, records_around, records_around_all
 from mirror_engine.cutover.readiness import CheckpointsCurrent, LagAtMost, build_check
@@ -16,9 +26,12 @@ from mirror_engine.cutover.ready_to_switch import (
     GroupStopped,
     TopicReadyToSwitch,
 )
-from mirror_engine.cutover.waiting import SwitchError, wait_until_ready
+from mirror_engine.cutover.waiting import NothingToSwitch, SwitchError, wait_until_ready
 
 __all__ = [
+    "BLOCKED",
+    "SKIP",
+    "SWITCH",
     "BatchPass",
     "CatchUpBounds",
     "CatchUpGate",
@@ -27,6 +40,7 @@ __all__ = [
     "Checkpointer",
     "CheckpointsCurrent",
     "GroupBatch",
+    "GroupOutlook",
     "GroupReadyToSwitch",
     "GroupStopped",
     "GroupSwitchReport",
@@ -35,6 +49,7 @@ __all__ = [
     "LagAtMost",
     "LagSample",
     "LeaseRefused",
+    "NothingToSwitch",
     "ProducerSwitchReport",
     "Readiness",
     "ReadinessCheck",
@@ -43,9 +58,13 @@ __all__ = [
     "build_check",
     "catch_up_sentence",
     "fingerprint",
+    "group_verdict",
     "lease_holder",
+    "outlook_lines",
+    "read_switch_outlook",
     "records_around",
     "records_around_all",
+    "switch_outlook",
     "switch_producers",
     "translate_group",
     "unfence_producers",

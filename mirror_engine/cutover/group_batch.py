@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException
 
 from mirror_engine.cutover.group_switch import GroupSwitcher, GroupSwitchReport
+from mirror_engine.cutover.outlook import BLOCKED, SKIP
 from mirror_engine.cutover.readiness_base import Readiness
-from mirror_engine.cutover.waiting import SwitchError
+from mirror_engine.cutover.waiting import NothingToSwitch, SwitchError
 from mirror_engine.kafka import FENCE_OPTION
-from mirror_engine.observe import FlowWatch, ReportStore
+from mirror_engine.observe import GROUP_OUTCOME, FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ class BatchPass:
 
     switched: list[GroupSwitchReport] = field(default_factory=list)  # now, or before (`repeated`)
     waiting: dict[str, str] = field(default_factory=dict)  # group -> what it still waits for
-    refused: dict[str, str] = field(default_factory=dict)  # group -> why it cannot switch (nothing committed)
+    refused: dict[str, str] = field(default_factory=dict)  # group -> why it cannot switch (`outlook.BLOCKED`)
+    skipped: dict[str, str] = field(default_factory=dict)  # group -> why there is nothing to switch (`outlook.SKIP`)
 
 
 class GroupBatch:
@@ -58,8 +60,13 @@ class GroupBatch:
         for group in groups:
             try:
                 answer = self.switcher.switch_if_ready(group, fence=fence)
+            except NothingToSwitch as error:
+                outcome.skipped[group] = str(error)
+                self.record(group, SKIP, str(error))
+                continue
             except SwitchError as error:
                 outcome.refused[group] = str(error)
+                self.record(group, BLOCKED, str(error))
                 continue
             except (KafkaException, TimeoutError) as error:
                 # A cluster that answered late: the group is looked at again with the others still waiting (a
@@ -74,6 +81,11 @@ class GroupBatch:
             if on_switched is not None:
                 on_switched(answer)
         return outcome
+
+    def record(self, group: str, verdict: str, reason: str) -> None:
+        """Store why `group` was not switched (`verdict` SKIP or BLOCKED, or "late": still waiting at the run's
+        timeout), where the cutover page shows it beside the switch reports; a later switch's report supersedes it."""
+        self.reports.put(GROUP_OUTCOME, group, {"verdict": verdict, "reason": reason})
 
     def close(self) -> None:
         self.reports.close()

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from mirror_engine.cutover.outlook import SKIP
 from mirror_engine.cutover.proof import PartitionSwitch, prove_partition, records_around_all
 from mirror_engine.cutover.readiness_base import Readiness
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupStopped
 from mirror_engine.cutover.switched import group_already_switched
-from mirror_engine.cutover.waiting import SwitchError, wait_until_ready
+from mirror_engine.cutover.waiting import NothingToSwitch, SwitchError, wait_until_ready
 from mirror_engine.flow import FlowMapping
 from mirror_engine.kafka import (
     FENCE_OPTION,
@@ -128,6 +129,8 @@ class GroupSwitcher:
 
         def look(ready: GroupReadyToSwitch) -> Readiness | None:
             readiness = ready.check()
+            if readiness.failed and readiness.detail.get("verdict") == SKIP:
+                raise NothingToSwitch(readiness.failed)
             if readiness.failed:
                 raise SwitchError(f"{readiness.failed}: nothing was committed on the target")
             return None if readiness.done else readiness

@@ -22,6 +22,7 @@ from mirror_engine.cutover.catch_up import (
 )
 from mirror_engine.cutover.checkpoint_loop import lease_holder
 from mirror_engine.cutover.checkpoints import Checkpointer
+from mirror_engine.cutover.outlook import BLOCKED, NOTHING_TO_SWITCH, SKIP, switch_outlook
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
 from mirror_engine.kafka import GroupError, GroupState, admin_client, cluster_identity, describe_groups
@@ -183,13 +184,24 @@ class CheckpointsCurrent(ReadinessCheck):
     the flow's checkpoint lease (a `run` or `worker` with engine.run_checkpoints, or `checkpoint`), the round
     only reads: that process writes, and this check waits for it (`checkpoint_loop`)."""
 
-    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+    def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
+                 groups: list[str] | None = None) -> None:
         super().__init__(plan, source_config, target_config)
+        self.groups = groups  # the groups the run switches (None: the plan's cutover.groups)
         self._checkpointer: Checkpointer | None = None
 
     def check(self) -> Readiness:
         if self._checkpointer is None:
             self._checkpointer = Checkpointer(self.plan, self.source_config, self.target_config)
+        # What the switch will do with each of the run's groups, said now: a group that can only fail stops the
+        # run here, before any approval is asked (`outlook`).
+        to_switch = list(self.plan.cutover.groups if self.groups is None else self.groups)
+        outlooks = switch_outlook(self.plan, self._checkpointer.source_admin, self._checkpointer.target_admin,
+                                  self.target_config, to_switch) if to_switch else []
+        blocked = [o for o in outlooks if o.verdict == BLOCKED]
+        if blocked:
+            return Readiness(False, "", failed=f"{len(blocked)} group(s) of the run can only fail to switch: "
+                             + named([f"{o.group} ({o.reason})" for o in blocked]))
         holder = lease_holder(self._checkpointer.target_admin, self.plan)
         results = self._checkpointer.run_once(write=holder is None)
         behind, moving, current = [], [], []
@@ -213,9 +225,13 @@ class CheckpointsCurrent(ReadinessCheck):
             progress += f" (written by the flow's checkpoint loop in {holder})"
         if moving:
             progress += f"; still consuming, not waited for: {named(moving)}"
+        skipped = [o for o in outlooks if o.verdict == SKIP]
+        if skipped:
+            progress += f"; nothing to switch, skipped: {named([o.group for o in skipped])} ({NOTHING_TO_SWITCH})"
         if behind:
             return Readiness(False, progress + f"; waiting for {named(behind)}")
-        return Readiness(True, progress, detail={"current": current, "consuming": len(moving)})
+        return Readiness(True, progress, detail={"current": current, "consuming": len(moving),
+                                                 "skipped": [o.group for o in skipped]})
 
     def close(self) -> None:
         if self._checkpointer is not None:

@@ -9,6 +9,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.cutover.checkpoints import GroupTranslation, translate_group
+from mirror_engine.cutover.outlook import SWITCH, group_verdict
 from mirror_engine.cutover.readiness_base import RUN_FENCE, Readiness, ReadinessCheck, acl_in_force, named
 from mirror_engine.cutover.switched import group_already_switched
 from mirror_engine.flow import FlowMapping
@@ -101,14 +102,13 @@ class GroupReadyToSwitch(ReadinessCheck):
             final = committed_offsets(watch.source_admin, group)
         except GroupError as error:
             return Readiness(False, f"group {group}: {error}")
-        if not final:
-            return Readiness(False, "", failed=f"group {group!r} has no committed offsets on the source")
+        not_replicated = sorted({topic for topic, _ in final if not self.plan.replicates_topic(topic)})
+        outlook = group_verdict(group, committed=final, not_replicated=not_replicated)
+        if outlook.verdict != SWITCH:  # it stopped with nothing to switch, or can only fail: `outlook` says which
+            return Readiness(False, "", failed=outlook.sentence(), detail={"verdict": outlook.verdict})
         mapping = self._mapping_of(final)
         translation = translate_group(self.plan, mapping, group, final)
         self.final, self.translation = final, translation
-        if translation.not_replicated:
-            return Readiness(False, "", failed=f"group {group!r} reads topics this plan does not copy: "
-                             + ", ".join(translation.not_replicated))
         if translation.pending:
             return Readiness(False, f"group {group}: stopped on the source; waiting for the engine to copy past "
                              + named([f"{t}[{p}] offset {o:,} (copied to "

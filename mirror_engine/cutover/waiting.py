@@ -14,6 +14,11 @@ class SwitchError(RuntimeError):
     """The switch did not happen (or stopped before committing anything); the message says why."""
 
 
+class NothingToSwitch(SwitchError):
+    """The group has no position on the source to carry over (`outlook.SKIP`): nothing was switched, nothing
+    needed to be."""
+
+
 def wait_until_ready(check: ReadinessCheck, timeout_s: float, *, outcome: str, hint: str = "",
                      poll_interval_s: float = POLL_INTERVAL_S) -> Readiness:
     """Poll `check` until it is done; SwitchError with its reason when it fails, or with its last progress line

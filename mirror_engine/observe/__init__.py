@@ -9,13 +9,14 @@ from mirror_engine.observe.readout import (
     NO_ENGINE,
     Drain,
     DrainSample,
+    clock,
     duration,
     flow_state,
     partition_page,
     switch_summary,
     waiting_sentence,
 )
-from mirror_engine.observe.reports import MAX_REPORT_BYTES, ReportStore, bounded
+from mirror_engine.observe.reports import GROUP_OUTCOME, MAX_REPORT_BYTES, ReportStore, bounded
 from mirror_engine.observe.status import (
     STATUS_PARTITIONS,
     WorkerStatusFeed,
@@ -33,6 +34,7 @@ from mirror_engine.observe.status import (
 from mirror_engine.observe.validation_page import render_validation_page, render_validation_section
 
 __all__ = [
+    "GROUP_OUTCOME",
     "MAX_REPORT_BYTES",
     "NO_ENGINE",
     "STATUS_PARTITIONS",
@@ -46,6 +48,7 @@ __all__ = [
     "WorkerStatusFeed",
     "assigned_partitions",
     "bounded",
+    "clock",
     "duration",
     "flow_problems",
     "flow_state",

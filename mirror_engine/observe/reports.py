@@ -22,10 +22,12 @@ from mirror_engine.flow import InternalTopics, ensure_internal_topics
 from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_client, decoded, write_records
 from mirror_engine.plan import MigrationPlan
 
-REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval")
+GROUP_OUTCOME = "group-outcome"  # why a group was not switched (skipped, blocked, late); a newer switch report wins
+REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval", GROUP_OUTCOME)
 MAX_REPORT_BYTES = 512 * 1024
 KEEP_PER_KIND = 50
-KEPT_EACH = ("group-switch", "producer-switch")  # one per group or topic, never expired (its newest replaces it)
+# One per group or topic, never expired (its newest replaces it).
+KEPT_EACH = ("group-switch", "producer-switch", GROUP_OUTCOME)
 
 
 def bounded(report: dict[str, Any], limit: int = MAX_REPORT_BYTES) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The switch_groups stage's task switches a batch of groups, each as it can: one stopped on the source at once,
 one still consumed there once its consumers leave (waited for in the trigger, deferred), each with its own proof;
-a group that can never switch fails the batch after the others, naming it; run again, the batch repeats nothing."""
+a group with nothing to switch is skipped, saying why; a group that can never switch fails the batch after the
+others, naming it; both outcomes are stored for the cutover page; run again, the batch repeats nothing."""
 
 from __future__ import annotations
 
@@ -55,8 +56,10 @@ def test_a_batch_switches_each_group_as_it_can_and_names_the_one_it_cannot(kafka
     source, target = kafka_pair
     topic = f"{unique_name}-orders"
     stopped, consumed, never = f"{unique_name}-stopped", f"{unique_name}-consumed", f"{unique_name}-never"
-    create_topics(source, [NewTopic(topic, 2, 1)])
+    blocked, audit = f"{unique_name}-blocked", f"{unique_name}-audit"  # the plan copies `topic` only, not `audit`
+    create_topics(source, [NewTopic(topic, 2, 1), NewTopic(audit, 1, 1)])
     produce(source, topic, [(i % 2, b"k", f"v{i}".encode(), None, NOW + i) for i in range(400)])
+    produce(source, audit, [(0, b"k", b"v", None, NOW)])
     data = plan_dict(source, target, topic, name=f"batch{unique_name[-8:]}")
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(data))
@@ -67,6 +70,7 @@ def test_a_batch_switches_each_group_as_it_can_and_names_the_one_it_cannot(kafka
     member = None
     try:
         _read_and_commit(source.client_config(), stopped, topic, 100)
+        _read_and_commit(source.client_config(), blocked, audit, 1)
         member = _read_and_commit(source.client_config(), consumed, topic, 150, leave=False)
         copied = GroupReadyToSwitch(plan, source.client_config(), target.client_config(), stopped)
         try:  # the engine copied past the stopped group's offsets, so the first pass switches it
@@ -78,7 +82,7 @@ def test_a_batch_switches_each_group_as_it_can_and_names_the_one_it_cannot(kafka
             return SwitchGroupsOperator(task_id="switch", plan_path=str(plan_file), groups=groups,
                                         wait_timeout_s=120, poll_interval_s=0.2)
 
-        batch = task([stopped, consumed, never])
+        batch = task([stopped, consumed, never, blocked])
         outlets: dict = collections.defaultdict(_Outlet)
         context = {"params": {}, "outlet_events": outlets}
         # First pass: the stopped group is switched at once; the consumed one is left to the triggerer.
@@ -101,17 +105,23 @@ def test_a_batch_switches_each_group_as_it_can_and_names_the_one_it_cannot(kafka
         event = asyncio.run(_first_event(trigger))
         assert event["status"] == "ok" and event["detail"]["ready"] == [consumed], event
 
-        # Resumed: the consumed group is switched, then the batch fails naming the group that never can.
+        # Resumed: the consumed group is switched, then the batch fails naming the group that never can; the group
+        # with nothing to switch is not a failure.
         with pytest.raises(AirflowFailException) as failed:
             getattr(batch, deferred.value.method_name)(context, event=event, **resume)
-        assert "1 group(s) of 3 not switched (2 switched" in str(failed.value), failed.value
-        assert f"{never}: group {never!r} has no committed offsets on the source" in str(failed.value)
+        assert "1 group(s) of 4 not switched (2 switched" in str(failed.value), failed.value
+        assert f"{blocked}: group {blocked}: reads topics this plan does not copy: {audit}" in str(failed.value)
+        assert never not in str(failed.value)
         assert committed_offsets(AdminClient(target.client_config()), consumed) == committed_offsets(
             AdminClient(source.client_config()), consumed)
         store = ReportStore(plan, target.client_config())
         reports = store.read("group-switch")
         assert reports[f"group-switch:{stopped}"]["report"]["ok"] and reports[f"group-switch:{consumed}"]["report"][
-            "ok"] and f"group-switch:{never}" not in reports
+            "ok"] and f"group-switch:{never}" not in reports and f"group-switch:{blocked}" not in reports
+        outcomes = {record["name"]: record["report"] for record in store.read("group-outcome").values()}
+        assert outcomes[never]["verdict"] == "skip" and "nothing to switch" in outcomes[never]["reason"], outcomes
+        assert outcomes[blocked]["verdict"] == "blocked" and audit in outcomes[blocked]["reason"], outcomes
+        assert stopped not in outcomes and consumed not in outcomes
         offsets = {group: committed_offsets(AdminClient(target.client_config()), group)
                    for group in (stopped, consumed)}
 

@@ -38,7 +38,9 @@ class SwitchGroupsOperator(MigrationOperator):
     task's outlet) when the batch succeeds.
 
     A group that cannot be switched (refused, switched but not verified, or still waiting after `wait_timeout_s`)
-    fails the task once every other group of the batch is switched, with each such group's reason.
+    fails the task once every other group of the batch is switched, with each such group's reason, stored where the
+    cutover page shows it. A group with nothing to switch (no consumers and nothing committed on the source) is
+    skipped, with its reason, and fails nothing.
 
     :param groups: the batch's consumer groups.
     :param fence: whether the run fences its groups on the source (templated).
@@ -59,7 +61,8 @@ class SwitchGroupsOperator(MigrationOperator):
     def run(self, context: Any) -> dict:
         hook = self.hook()
         timeout = seconds_or_none(self.wait_timeout_s) or hook.plan.cutover.wait_timeout_s
-        return self._switch(context, list(self.groups), time.time() + timeout, {"switched": {}, "refused": {}})
+        return self._switch(context, list(self.groups), time.time() + timeout,
+                            {"switched": {}, "refused": {}, "skipped": {}})
 
     def resume(self, context: Any, event: dict[str, Any], deadline: float, tally: dict[str, Any],
                waiting: list[str]) -> dict:
@@ -67,6 +70,12 @@ class SwitchGroupsOperator(MigrationOperator):
         if event["status"] == "failed":
             raise AirflowFailException(event["reason"])
         if event["status"] == "timeout":
+            from mirror_engine.cutover import GroupBatch
+
+            hook = self.hook()
+            with GroupBatch(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE) as batch:
+                for group in waiting:
+                    batch.record(group, "late", f"still waiting after the run's wait_timeout_s: {event['progress']}")
             return self._finish(context, tally, {group: "" for group in waiting}, event["progress"])
         return self._switch(context, waiting, deadline, tally)
 
@@ -85,9 +94,15 @@ class SwitchGroupsOperator(MigrationOperator):
 
         with GroupBatch(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE) as batch:
             outcome = batch.switch_ready(groups, fence=fence, on_switched=switched)
+            if outcome.waiting and time.time() >= deadline:
+                for group, line in outcome.waiting.items():
+                    batch.record(group, "late", f"still waiting after the run's wait_timeout_s: {line}")
         tally["refused"].update(outcome.refused)
+        tally.setdefault("skipped", {}).update(outcome.skipped)
         for group, reason in outcome.refused.items():
             self.log.error("group %s not switched: %s", group, reason)
+        for group, reason in outcome.skipped.items():
+            self.log.warning("group %s skipped: %s", group, reason)
         if outcome.waiting and time.time() < deadline:
             waiting = sorted(outcome.waiting)
             self.log.info("%d group(s) of %d switched; waiting up to %.0f s for %d more, in the triggerer: %s",
@@ -114,5 +129,7 @@ class SwitchGroupsOperator(MigrationOperator):
             context["outlet_events"][SWITCHED_GROUPS].add(group_asset(hook.plan.name, group),
                                                           extra={"partitions": done["partitions"]})
         repeated = sorted(group for group, done in tally["switched"].items() if done["repeated"])
+        skipped = tally.get("skipped") or {}
         return {"switched": len(tally["switched"]), "repeated": len(repeated),
-                "partitions": sum(done["partitions"] for done in tally["switched"].values())}
+                "partitions": sum(done["partitions"] for done in tally["switched"].values()),
+                **({"skipped": len(skipped)} if skipped else {})}

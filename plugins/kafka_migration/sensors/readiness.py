@@ -157,10 +157,23 @@ class ReplicationLagSensor(ReadinessSensor):
 
 class CheckpointsCurrentSensor(ReadinessSensor):
     """Checkpoint rounds until every group the plan selects is current on the target (groups still consuming
-    on either cluster are named in the log, not waited for)."""
+    on either cluster are named in the log, not waited for). Fails at once when a group the run switches can only
+    fail to switch (`mirror_engine.cutover.outlook`), before anyone is asked to approve the switch; a group with
+    nothing to switch is named as skipped."""
 
     check, stage = "checkpoints_current", "checkpoints"
     timeout_hint = "has the engine copied up to the groups' offsets?"
+    _run_groups: list[str] | None = None
+
+    def execute(self, context: Any) -> Any:
+        params = context["params"]
+        stages = params.get("stages")
+        # The run's own groups (None: the plan's, read by the check), none when the run switches no group.
+        self._run_groups = [] if stages is not None and "switch_groups" not in stages else params.get("groups")
+        return super().execute(context)
+
+    def arguments(self) -> dict[str, Any]:
+        return {} if self._run_groups is None else {"groups": list(self._run_groups)}
 
 
 class TopicReadySensor(ReadinessSensor):
