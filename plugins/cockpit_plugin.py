@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 from kafka_migration.cockpit.app import app
-from kafka_migration.cockpit.links import NAV_ROUTE, CockpitLink, SwitchReportLink, ValidationReportLink
+from kafka_migration.cockpit.links import NAME, NAV_ROUTE, CockpitLink, SwitchReportLink, ValidationReportLink
 
 
 class KafkaMigrationCockpit(AirflowPlugin):
     name = "kafka_migration_cockpit"
-    fastapi_apps = [{"app": app, "url_prefix": "/kafka-migrations", "name": "Kafka migrations"}]
+    fastapi_apps = [{"app": app, "url_prefix": "/kafka-migrations", "name": NAME}]
     operator_extra_links = [CockpitLink(), SwitchReportLink(), ValidationReportLink()]
 
     external_views = [
-        # "Migrations": the UI's side bar cuts longer labels ("Kafka migrations" showed as "Kafka mig...").
-        {"name": "Migrations", "href": "kafka-migrations/", "destination": "nav", "url_route": NAV_ROUTE,
+        # One name everywhere (the UI's side bar cuts longer labels: "Kafka migrations" showed as "Kafka mig...").
+        {"name": NAME, "href": "kafka-migrations/", "destination": "nav", "url_route": NAV_ROUTE,
          "nav_top_level": True},
         {"name": "Migration", "href": "kafka-migrations/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
          "url_route": "kafka-migration-run"},

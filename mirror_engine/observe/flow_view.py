@@ -14,8 +14,8 @@ from mirror_engine.kafka import Acl, InternalTopicReader, decoded, group_fence, 
 from mirror_engine.mm2 import Checkpoint
 from mirror_engine.observe.flow_watch import FlowWatch
 from mirror_engine.observe.readout import PAGE_SIZE, Drain, DrainSample, flow_state, partition_page
-from mirror_engine.observe.reports import ReportStore
-from mirror_engine.observe.status import flow_problems, is_live, partition_count
+from mirror_engine.observe.reports import GROUP_OUTCOME, ReportStore
+from mirror_engine.observe.status import flow_problems, is_live, partition_count, status_history
 from mirror_engine.plan import MigrationPlan
 
 HISTORY_S = 3600  # the charts' window
@@ -42,6 +42,8 @@ class FlowView:
         # The view's own samples: the cards, the chart and the ETA all come from them (one source of numbers).
         self.drain = Drain()
         self._chart: dict[int, dict[str, float]] = {}  # bucket -> {t_ms, lag, records_per_s, write_rate}
+        self._target_config = target_config
+        self._chart_seeded = False
 
     def close(self) -> None:
         self.watch.close()
@@ -101,8 +103,12 @@ class FlowView:
             })
         total_lag = sum(lag.values())
         now_ms = int(time.time() * 1000)
+        if not self._chart_seeded:
+            self._seed_chart(now_ms)
         self.drain.add(DrainSample(now_ms / 1000, total_lag, sum(ends.values())))
         copy_rate, write_rate = self.drain.rates()
+        if copy_rate is None and live:  # before the view's second sample: what the engines say they copy
+            copy_rate = float(sum(status["records_per_s"] for status in live))
         self._chart_point(now_ms, total_lag, copy_rate, write_rate)
         switched = sorted(watch.control.switched_topics)
         state = flow_state(watch.control.flow_state, len(live), bool(ends))
@@ -133,6 +139,22 @@ class FlowView:
         self._snapshot = (time.monotonic(), snapshot)
         return snapshot
 
+    def _seed_chart(self, now_ms: int) -> None:
+        """The chart's points from before this view began, from what the flow's status topic still holds: per
+        BUCKET_S, the engines' own lag and copy rate (each worker's last status in it, summed over the workers), so
+        a person who opens the cockpit after the copy still sees it. The source's write rate is not in the status:
+        those points have none. Read once."""
+        self._chart_seeded = True
+        by_bucket: dict[int, dict[str, tuple[int, int, float]]] = {}
+        for updated_ms, worker, lag, rate in status_history(self.plan, self._target_config,
+                                                           now_ms - HISTORY_S * 1000):
+            by_bucket.setdefault(updated_ms // (BUCKET_S * 1000), {})[worker] = (updated_ms, lag, rate)
+        for bucket, workers in by_bucket.items():
+            self._chart.setdefault(bucket, {
+                "t_ms": max(at for at, _lag, _rate in workers.values()),
+                "lag": sum(lag for _at, lag, _rate in workers.values()),
+                "records_per_s": round(sum(rate for _at, _lag, rate in workers.values()), 1), "write_rate": None})
+
     def _chart_point(self, now_ms: int, lag: int, copy_rate: float | None, write_rate: float | None) -> None:
         """The chart's point for this BUCKET_S (the last sample in it); points older than HISTORY_S dropped."""
         bucket = now_ms // (BUCKET_S * 1000)
@@ -144,13 +166,24 @@ class FlowView:
     def cutover(self) -> dict[str, Any]:
         """Per group: its state and newest switch report; per topic: whether its producers switched."""
         groups = {record["name"]: record for record in self.reports.newest("group-switch")}
+        # Why a group was not switched: shown until a newer switch report supersedes it.
+        outcomes = {record["name"]: record for record in self.reports.newest(GROUP_OUTCOME)}
         producer_reports = {record["name"]: record for record in self.reports.newest("producer-switch")}
         self.watch.refresh()
         fences = self._source_fences()
         rows = []
-        for group in sorted(set(self.plan.cutover.groups) | set(groups)):
-            record = groups.get(group)
+        for group in sorted(set(self.plan.cutover.groups) | set(groups) | set(outcomes)):
+            record, outcome = groups.get(group), outcomes.get(group)
+            if outcome is not None and record is not None and record["stored_ms"] >= outcome["stored_ms"]:
+                outcome = None
             report = record["report"] if record else None
+            if outcome is not None:
+                verdict = outcome["report"]["verdict"]
+                state = {"skip": "skipped", "late": "not switched: still waiting at the run's timeout"}.get(
+                    verdict, "not switched: refused")
+                rows.append({"group": group, "state": state, "stored_ms": outcome["stored_ms"], "report": None,
+                             "reason": outcome["report"]["reason"]})
+                continue
             if report is None:
                 state = "fenced on the source, not switched yet" if group_fence(group) in fences else "not started"
             elif report["direction"].startswith(f"{self.plan.target.alias}->"):
@@ -158,7 +191,7 @@ class FlowView:
             else:
                 state = "switched" + (" (source fenced)" if report.get("fenced") else "")
             rows.append({"group": group, "state": state, "stored_ms": record["stored_ms"] if record else None,
-                         "report": report})
+                         "report": report, "reason": ""})
         switched = self.watch.control.switched_topics
         topics = [{"topic": topic, "state": "switched" if topic in switched else "not switched",
                    "report": producer_reports[topic]["report"] if topic in producer_reports else None,
@@ -184,7 +217,8 @@ class FlowView:
             return record.get("stored_ms") is not None and start_ms <= record["stored_ms"] <= end_ms
 
         cutover = self.cutover()
-        return {"groups": [row for row in cutover["groups"] if row["report"] is not None and within(row)],
+        return {"groups": [row for row in cutover["groups"] if (row["report"] is not None or row["reason"])
+                           and within(row)],
                 "topics": [row for row in cutover["topics"] if within(row)],
                 "validations": [record for record in self.validations() if within(record)],
                 "approvals": [record for record in cutover["approvals"] if within(record)]}

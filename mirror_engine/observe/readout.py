@@ -14,12 +14,13 @@ and the overview say the same thing from the same numbers:
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NO_ENGINE", "Drain", "DrainSample", "duration", "flow_state", "partition_page", "switch_summary",
+__all__ = ["NO_ENGINE", "Drain", "DrainSample", "clock", "duration", "flow_state", "partition_page", "switch_summary",
            "waiting_sentence"]
 
 NO_ENGINE = "no engine running"
@@ -125,10 +126,21 @@ def partition_page(partitions: Iterable[dict[str, Any]], page: int = 1, size: in
     return chosen[(page - 1) * size:page * size], page, pages
 
 
+def clock(ms: float) -> str:
+    """A moment as the UTC time of day (its date too when not today), e.g. '08:10:05 UTC': a text that stays
+    true however long after it was written it is read (an age would not)."""
+    moment = time.gmtime(ms / 1000)
+    day = "" if time.strftime("%Y-%m-%d", moment) == time.strftime("%Y-%m-%d", time.gmtime()) else \
+        time.strftime("%Y-%m-%d ", moment)
+    return day + time.strftime("%H:%M:%S UTC", moment)
+
+
 def switch_summary(snapshot: dict[str, Any], validations: list[dict[str, Any]], groups: list[str],
-                   topics: list[str]) -> str:
+                   topics: list[str], outlook: list[str] | None = None) -> str:
     """What a person decides a switch on, as Markdown lines: the lag and its trend, the newest validation, the
-    checkpoints' freshness, and the groups and topics to switch (from a `FlowView` snapshot and its reports)."""
+    checkpoints' freshness, the groups and topics to switch, and `outlook` (what the switch will do with the
+    groups, a line per verdict), from a `FlowView` snapshot and its reports. Moments are clock times, not ages:
+    the text is read long after it was made."""
     now_ms = snapshot["at_ms"]
     rate = snapshot["records_per_s"]
     trend = (f"copied at {rate:,.0f} records/s, the source written at {snapshot['write_rate']:,.0f} records/s"
@@ -143,8 +155,7 @@ def switch_summary(snapshot: dict[str, Any], validations: list[dict[str, Any]], 
         problems = sum(report["totals"].get(k, 0) for k in ("missing", "extra", "duplicates", "changed",
                                                              "out_of_order"))
         verdict = "clean" if report["clean"] else f"NOT CLEAN ({problems:,} problems)"
-        lines.append(f"- **Validation**: {verdict}, report {newest['name']} stored "
-                     f"{duration((now_ms - newest['stored_ms']) / 1000)} ago")
+        lines.append(f"- **Validation**: {verdict}, report {newest['name']} stored at {clock(newest['stored_ms'])}")
     else:
         lines.append("- **Validation**: no validation report stored")
     checkpoints = {c["group"]: c for c in snapshot["checkpoints"]}
@@ -153,13 +164,15 @@ def switch_summary(snapshot: dict[str, Any], validations: list[dict[str, Any]], 
     for group in stalest[:SUMMARY_GROUPS]:
         c = checkpoints.get(group)
         lines.append(f"- **Checkpoints of {group}**: " + (
-            f"newest {duration((now_ms - c['newest_ms']) / 1000)} ago, oldest partition's "
-            f"{duration((now_ms - c['oldest_ms']) / 1000)} ago" if c else "none written yet"))
+            f"newest at {clock(c['newest_ms'])}, oldest partition's at {clock(c['oldest_ms'])}" if c
+            else "none written yet"))
     if len(groups) > SUMMARY_GROUPS:
         missing = sum(1 for g in groups if g not in checkpoints)
         lines.append(f"- **Checkpoints of the {len(groups) - SUMMARY_GROUPS:,} other groups**: checkpointed more "
                      f"recently than those above ({missing:,} of all {len(groups):,} groups have none)")
     lines.append(f"- **To switch**: {_named(groups, 'groups')}; producers of {_named(topics, 'topics')}")
+    lines += [f"- **Groups**: {line}" for line in outlook or []]
+    lines.append(f"- **Read at** {clock(now_ms)}")
     return "\n".join(lines)
 
 

@@ -165,6 +165,18 @@ def read_worker_statuses(plan: MigrationPlan, target_config: dict[str, str],
     return [latest[worker] for worker in sorted(latest)]
 
 
+def status_history(plan: MigrationPlan, target_config: dict[str, str], since_ms: int
+                   ) -> list[tuple[int, str, int, float]]:
+    """(updated_ms, worker, lag, records/s) of every status the flow's workers published since `since_ms`, oldest
+    first: what the status topic still holds of the flow's past (it keeps a day), for charts that start before
+    their reader did. Read once, not on every interval."""
+    topic = InternalTopics.for_plan(plan).status
+    records = read_to_end(target_config, topic, since_ms=since_ms)
+    points = [(status["updated_ms"], status["worker"], status["lag"], status["records_per_s"])
+              for _message, status in decoded(records, _decode) if status is not None]
+    return sorted(points)
+
+
 class WorkerStatusFeed:
     """The latest status of each worker of a flow, read incrementally from the status topic with one reader
     kept open: the first `poll()` reads the last `window_s`, each later one only what was written since."""

@@ -339,7 +339,7 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id:
         control.set_flow_state("paused")
         time.sleep(4)  # the engine applies it within two seconds
         produce(source, deployment.topic, [(i % 3, b"late", f"late-{i}".encode(), None, NOW + i) for i in range(600)])
-        page.goto(f"{services.url}/plugin/kafka-migrations", wait_until="networkidle")
+        page.goto(f"{services.url}/plugin/migrations", wait_until="networkidle")
         # The nav label is whole, not cut to "Kafka mig...". Airflow renders its navigation after the page's
         # requests settle: on a busy machine that can be a moment after `networkidle`.
         page.get_by_text("Migrations", exact=True).first.wait_for(timeout=30_000)
@@ -385,7 +385,7 @@ def _cockpit_shows_the_live_copy(deployment: Deployment, source, target, run_id:
         # Airflow's timezone and dark theme, chosen in its UI (kept in the browser's local storage).
         page.evaluate("localStorage.setItem('timezone', JSON.stringify('Asia/Tokyo')); "
                       "localStorage.setItem('theme', 'dark')")
-        page.goto(f"{services.url}/plugin/kafka-migrations/kafka-migrations/plans/{deployment.plan_name}",
+        page.goto(f"{services.url}/plugin/migrations/kafka-migrations/plans/{deployment.plan_name}",
                   wait_until="networkidle")
         frame = page.frame_locator("iframe").first
         _wait_for_text(frame.locator("#totals"), r"as of \d{4}-\d\d-\d\d.*GMT\+9", 30)

@@ -3,6 +3,8 @@ state, durations, the waiting sentence and the partition pages."""
 
 from __future__ import annotations
 
+import time
+
 from mirror_engine.observe import NO_ENGINE, Drain, DrainSample, duration, flow_state, partition_page, waiting_sentence
 
 
@@ -69,7 +71,25 @@ def test_a_switch_summary_of_1000_groups_names_the_ten_checkpointed_longest_ago_
                 "checkpoints": [{"group": f"g{i}", "partitions": 3, "newest_ms": 9_000_000 + i * 1000,
                                  "oldest_ms": 8_000_000} for i in range(1, 1000)]}
     summary = switch_summary(snapshot, [], [f"g{i}" for i in reversed(range(1000))], ["orders"])
-    assert len(summary.splitlines()) == 14, summary
+    assert len(summary.splitlines()) == 15, summary
     assert "**Checkpoints of g0**: none written yet" in summary and "**Checkpoints of g9**" in summary
     assert "**Checkpoints of g10**" not in summary and "990 other groups" in summary
     assert "and 990 more groups; producers of orders" in summary
+
+
+def test_a_switch_summary_says_moments_as_clock_times_and_lists_what_happens_to_each_group():
+    from mirror_engine.observe import clock, switch_summary
+
+    now_ms = time.time() * 1000
+    snapshot = {"at_ms": now_ms, "records_per_s": 1.0, "write_rate": 0.0, "lag": 0, "lag_ms": 0,
+                "eta": "caught up", "flow_state": "running", "problems": [],
+                "checkpoints": [{"group": "billing", "partitions": 3, "newest_ms": now_ms - 8_500,
+                                 "oldest_ms": now_ms - 60_000}]}
+    validation = {"name": "validation-demo-1", "stored_ms": now_ms - 8_500, "report": {"clean": True, "totals": {}}}
+    summary = switch_summary(snapshot, [validation], ["billing"], [],
+                             ["1 group(s) skipped: shipping (nothing to switch)"])
+    assert " ago" not in summary, summary  # an age is false as soon as the page is read later
+    assert f"stored at {clock(now_ms - 8_500)}" in summary and f"newest at {clock(now_ms - 8_500)}" in summary
+    assert "- **Groups**: 1 group(s) skipped: shipping (nothing to switch)" in summary
+    assert clock(now_ms).endswith(" UTC") and len(clock(now_ms)) == len("08:10:05 UTC")
+    assert clock(0) == "1970-01-01 00:00:00 UTC"

@@ -17,7 +17,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from kafka_migration.cockpit import migration_pages, pages
-from kafka_migration.cockpit.links import PREFIX
+from kafka_migration.cockpit.links import NAME, PREFIX
 from kafka_migration.cockpit.runs import Waits, read_run
 from kafka_migration.cockpit.views import PlanUnavailable, Views
 from kafka_migration.plan_dags import migration_dag_id, plan_of, plans_folder
@@ -26,7 +26,7 @@ __all__ = ["app", "plans_folder"]
 
 VIEWS = Views()
 WAITS = Waits()
-app = FastAPI(title="Kafka migrations", dependencies=[Depends(get_user)])
+app = FastAPI(title=NAME, dependencies=[Depends(get_user)])
 
 
 def latest_stage(plan: str) -> str:
@@ -67,14 +67,14 @@ def plan_unavailable(request: Request, error: PlanUnavailable) -> HTMLResponse |
     if "/api/" in request.url.path:
         return JSONResponse({"detail": str(error)}, status_code=error.status)
     plan = request.path_params.get("plan")
-    return HTMLResponse(pages.error_page(f"Migration {plan}" if plan else "Kafka migrations", str(error), PREFIX,
+    return HTMLResponse(pages.error_page(f"Migration {plan}" if plan else NAME, str(error), PREFIX,
                                          plan if error.status != 404 else None), status_code=error.status)
 
 
 @app.get("/", response_class=HTMLResponse)
 def overview() -> str:
     rows = pages.overview_rows(overview_data(), PREFIX)
-    return pages.page("Kafka migrations", f"<div id='rows'>{rows}</div>", refresh_ms=5000)
+    return pages.page(NAME, f"<div id='rows'>{rows}</div>", refresh_ms=5000)
 
 
 @app.get("/api/overview")
@@ -125,7 +125,7 @@ def run_page(dag_id: str, run_id: str) -> str:
     """A DAG run's tab: that run's stages, times and reports (a validation run: the plan's validations)."""
     plan = plan_of(dag_id)
     if plan is None:
-        return pages.error_page("Kafka migrations", f"The DAG {dag_id} is not a migration of a plan; see All "
+        return pages.error_page(NAME, f"The DAG {dag_id} is not a migration of a plan; see All "
                                 "migrations.", PREFIX)
     if "_validate__" in dag_id:
         return validations(plan)

@@ -8,8 +8,11 @@ from airflow.sdk import BaseOperatorLink
 
 from kafka_migration.plan_dags import plan_of
 
-PREFIX = "/kafka-migrations/"
-NAV_ROUTE = "kafka-migrations"  # the nav entry's route in the UI: /plugin/<route>/<path> shows <path> in its frame
+NAME = "Migrations"  # the cockpit's one name: its navigation entry, its pages' titles, the demo's console
+PREFIX = "/kafka-migrations/"  # where the api-server serves the cockpit's app
+# The nav entry's route in the UI: /plugin/<route><path> shows the app's <path> in its frame. A route other than
+# the app's own prefix, so that the UI's address does not say it twice (/plugin/kafka-migrations/kafka-migrations/).
+NAV_ROUTE = "migrations"
 IN_UI = f"/plugin/{NAV_ROUTE}"
 
 

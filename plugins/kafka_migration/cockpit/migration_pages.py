@@ -37,11 +37,13 @@ def status_strip(plan: str, run: RunRecord | None, sentences: list[str], prefix:
             lines.append(f"<p class='muted'>running: {esc(', '.join(running))}</p>")
     else:
         took = duration((run.end_ms - run.start_ms) / 1000) if run.end_ms and run.start_ms else NONE
-        failed = [stage.name for stage in run.stages if stage.state in ("failed", "upstream_failed")]
+        failed = [stage.name for stage in run.stages if stage.state == "failed"]
+        not_run = [stage.name for stage in run.stages if stage.state == "upstream_failed"]
         lines.append(f"<p><b>{'Run' if this_run else 'Latest run'} {link}</b>: "
                      f"<span class='{'bad' if run.state == 'failed' else 'ok'}'>{esc(run.state)}</span>, ended "
                      f"<span data-ms='{run.end_ms or 0}'></span> after {took}"
-                     + (f"; failed in {esc(', '.join(failed))} (see its task logs)" if failed else "") + "</p>")
+                     + (f"; failed in {esc(', '.join(failed))} (see its task logs)" if failed else "")
+                     + (f"; not run because of it: {esc(', '.join(not_run))}" if not_run else "") + "</p>")
     return f"<div class='strip{' failed' if run.state == 'failed' else ''}' id='strip'>{''.join(lines)}</div>"
 
 
@@ -82,7 +84,8 @@ def line_chart(history: list[dict[str, float]], series: list[tuple[str, str, str
     left, right, top_pad, bottom = 64, 12, 22, 24
     t0, t1 = history[0]["t_ms"], history[-1]["t_ms"]
     span = max(t1 - t0, 1)
-    top = _nice_top(max(max(p[key] for p in history) for key, _c, _n in series))
+    # A point may lack a series (None: the points drawn from the engines' status have no source write rate).
+    top = _nice_top(max([p[key] for p in history for key, _c, _n in series if p[key] is not None] or [0]))
     plot_h, plot_w = height - top_pad - bottom, width - left - right
 
     def y(value: float) -> float:
@@ -97,7 +100,8 @@ def line_chart(history: list[dict[str, float]], series: list[tuple[str, str, str
         parts.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor='{anchor}' data-hm='{int(t)}'></text>")
     legend_x = left
     for key, css, name in series:
-        points = " ".join(f"{left + (p['t_ms'] - t0) / span * plot_w:.1f},{y(p[key]):.1f}" for p in history)
+        points = " ".join(f"{left + (p['t_ms'] - t0) / span * plot_w:.1f},{y(p[key]):.1f}" for p in history
+                          if p[key] is not None)
         parts.append(f"<polyline fill='none' class='{css}' stroke-width='2' points='{points}'/>"
                      f"<text class='{css}' x='{legend_x}' y='12'>{esc(name)} ({esc(unit)})</text>")
         legend_x += 9 * len(name) + 40
@@ -112,8 +116,8 @@ def history_charts(history: list[dict[str, float]]) -> str:
             + line_chart(history, [("lag", "lag", "lag")], "records", "lag in records over time")
             + line_chart(history, [("records_per_s", "rate", "copy rate"), ("write_rate", "write", "source writes")],
                          "records/s", "copy rate and the source's write rate over time")
-            + "</div><p class='muted'>since the cockpit began watching at "
-            f"<span data-ms='{history[0]['t_ms']}'></span></p>")
+            + f"</div><p class='muted'>since <span data-ms='{history[0]['t_ms']}'></span> (the last hour at most; "
+            "before the cockpit began watching, from the engines' own status)</p>")
 
 
 def partitions_section(snapshot: dict[str, Any], prefix: str) -> str:
@@ -198,7 +202,9 @@ def group_reports(groups: list[dict[str, Any]], prefix: str, plan: str) -> str:
                 + (f" <span class='muted'>(<span data-ms='{group['stored_ms']}'></span>)</span>"
                    if group["stored_ms"] else "") + "</h2>")
         if report is None:
-            sections.append(head + "<p class='muted'>not switched yet</p>")
+            css = "muted" if group["state"] == "skipped" else "bad"
+            sections.append(head + (f"<p class='{css} reason'>{esc(group['reason'])}</p>" if group.get("reason")
+                                    else "<p class='muted'>not switched yet</p>"))
             continue
         verdict = "<span class='ok'>verified</span>" if report["ok"] else "<span class='bad'>NOT VERIFIED</span>"
         summary = (f"<p>{_direction(report['direction'])}: {verdict}; waited {duration(report['wait_empty_s'])} for "
@@ -239,9 +245,11 @@ GROUPS_PER_PAGE = 20  # groups whose reports one cutover page shows (each with a
 
 
 def _cutover_order(group: dict[str, Any]) -> tuple:
-    """Not verified first, then not switched yet, then the others, the newest report first, then by name."""
-    report = group["report"]
-    return (report is None or report["ok"], report is not None, -(group["stored_ms"] or 0), group["group"])
+    """Not verified or refused first, then not switched yet, then the others, the newest report first, then by
+    name."""
+    report, refused = group["report"], bool(group.get("reason")) and group["state"] != "skipped"
+    return (not refused and (report is None or report["ok"]), report is not None, -(group["stored_ms"] or 0),
+            group["group"])
 
 
 def cutover_page(cutover: dict[str, Any], prefix: str, page_no: int = 1) -> str:
@@ -286,7 +294,7 @@ def run_page(plan: str, run: RunRecord, strip: str, produced: dict[str, Any] | s
     else:
         body += ("<h2>Switch reports of this run</h2>" + approvals(produced.get("approvals") or [])
                  + (_run_groups(produced["groups"], prefix, plan) if produced["groups"]
-                    else "<p class='muted'>this run switched no group</p>")
+                    else "<p class='muted'>this run switched no group and stored no group's outcome</p>")
                  + "<h2>Producer switches of this run</h2>" + producer_table(produced["topics"])
                  + "<h2>Validation reports of this run</h2>"
                  + table(["report", "stored", "result"], [

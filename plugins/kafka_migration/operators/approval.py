@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_migration.hooks.plan import load_plan_or_fail
 from kafka_migration.stages import run_groups, skip_unless_selected
@@ -47,17 +48,26 @@ class SwitchApprovalOperator(ApprovalOperator):
         return super().execute(context)
 
     def _summary(self, context: Any) -> str:
+        """The request's text; a run with a group that can only fail to switch fails here, with each such group
+        and why, instead of offering an approval of a switch that cannot succeed."""
+        from mirror_engine.cutover import BLOCKED, outlook_lines, read_switch_outlook
         from mirror_engine.observe import FlowView, switch_summary
 
         hook = load_plan_or_fail(self.plan_path)
         params = context["params"]
+        groups = run_groups(params, hook.plan)
+        outlooks = read_switch_outlook(hook.plan, *hook.client_configs(), groups)
+        blocked = [o for o in outlooks if o.verdict == BLOCKED]
+        if blocked:
+            raise AirflowFailException("no approval asked: the switch would fail for "
+                                       + "; ".join(o.sentence() for o in blocked))
         view = FlowView(hook.plan, *hook.client_configs())
         try:
             view.snapshot()
             time.sleep(3)  # a second sample a few seconds later: the rates and the lag's trend
             snapshot = view.snapshot(fresh=True)
-            return switch_summary(snapshot, view.validations(), run_groups(params, hook.plan),
-                                  list(params.get("producer_topics") or []))
+            return switch_summary(snapshot, view.validations(), groups, list(params.get("producer_topics") or []),
+                                  outlook_lines(outlooks))
         finally:
             view.close()
 
