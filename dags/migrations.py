@@ -125,9 +125,10 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
         "fence": Param(cutover.fence, type="boolean", title="Fence groups on the source",
                        description="Deny READ on each group on the source before switching it, so that its old "
                                    "consumers cannot come back."),
-        "producer_topics": Param([], type=["array", "null"], items={"type": "string"},
+        "producer_topics": Param(list(cutover.producer_topics), type=["array", "null"], items={"type": "string"},
                                  title="Topics whose producers switch",
-                                 description="Source topics, one per line; empty: none."),
+                                 description="Source topics, one per line (the plan's cutover.producer_topics "
+                                             "unless changed here); empty: none."),
         "producer_idle_s": Param(cutover.producer_idle_s, type="number", minimum=0,
                                  title="Idle time before a producer switch (seconds)",
                                  description="How long a topic must go unwritten on the source before its switch."),

@@ -20,8 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from live_traffic import LiveTraffic  # demo/live_traffic.py, beside this script
 from quiet import Quiet  # demo/quiet.py, beside this script
 
 from kafka_local.cluster import KafkaCluster, start_pair
@@ -61,37 +62,13 @@ def airflow_env(source: KafkaCluster, target: KafkaCluster) -> dict[str, str]:
     return env
 
 
-def live_traffic(source: KafkaCluster, seconds: float) -> list[threading.Thread]:
-    """A producer still writing orders and payments; billing and shipping still consuming, slowly."""
-    def produce() -> None:
-        producer = Producer({**source.client_config(), "linger.ms": 5})
-        deadline, i = time.monotonic() + seconds, 0
-        while time.monotonic() < deadline:
-            producer.produce(("orders", "payments")[i % 2], key=f"customer-{i % 997}",
-                             value=json.dumps({"live": i}), headers=[("source", b"live")])
-            i += 1
-            if i % 20 == 0:
-                producer.poll(0)
-                time.sleep(0.1)
-        producer.flush(30)
-
-    def consume(group: str, topics: list[str]) -> None:
-        consumer = Consumer({**source.client_config(), "group.id": group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest"})
-        consumer.subscribe(topics)
-        deadline = time.monotonic() + seconds / 2
-        while time.monotonic() < deadline:
-            if consumer.consume(200, timeout=0.5):
-                consumer.commit(asynchronous=False)
-            time.sleep(0.3)  # slower than the producer: the groups stay behind
-        consumer.close()
-
-    threads = [threading.Thread(target=produce),
-               threading.Thread(target=consume, args=("billing", ["orders", "payments"])),
-               threading.Thread(target=consume, args=("shipping", ["orders"]))]
-    for thread in threads:
-        thread.start()
-    return threads
+def live_traffic(source: KafkaCluster, seconds: float) -> LiveTraffic:
+    """The shop's applications on the source: billing and shipping consume for half of `seconds`, then stop (as a
+    team stops them for the switch); the producer writes for all of it, then stops (the producer switch waits)."""
+    traffic = LiveTraffic(source).start()
+    threading.Timer(seconds / 2, traffic.stop_consumers).start()
+    threading.Timer(seconds, traffic.stop_producer).start()
+    return traffic
 
 
 def run_step(title: str, command: list[str], env: dict[str, str], say=None, show: int = 0, head: int = 0) -> None:
@@ -170,7 +147,7 @@ def main() -> int:
     return outcome
 
 
-def migrate(env: dict[str, str], source: KafkaCluster, target: KafkaCluster, traffic: list[threading.Thread],
+def migrate(env: dict[str, str], source: KafkaCluster, target: KafkaCluster, traffic: LiveTraffic,
             say) -> int:
     """The DAG run, its stages printed as they end, then the validation, the groups' offsets and the check."""
     os.environ.update(env)  # connections for Airflow, in this process
@@ -185,8 +162,7 @@ def migrate(env: dict[str, str], source: KafkaCluster, target: KafkaCluster, tra
         run = dag.test(run_conf={"producer_topics": ["orders", "payments"]})
     finally:
         watcher.stop()
-    for thread in traffic:
-        thread.join()
+    traffic.stop()
     watcher.report(run.get_task_instances())
     if str(run.state) != "success":
         say(f"the migration DAG ended {run.state}")

@@ -138,6 +138,9 @@ class EngineSpec(StrictModel):
     transaction_timeout_s: seconds(5, 900) = 30.0
     # Skip records the source deleted before they were copied, instead of stopping the partition.
     allow_gaps: bool = False
+    # A cluster none of whose brokers answered for this long ends the engine, with a sentence (its progress up to
+    # the outage is stored; a restart goes on from there). null: wait for it however long it takes.
+    outage_timeout_s: optional_seconds(1, 7 * 86_400) = 1800.0
     # Workers (`mirror-engine worker`): how long a silent worker keeps its partitions before the others take them.
     session_timeout_s: seconds(6, 300) = 10.0
     status_interval_s: seconds(0.1, 3600) = 5.0  # status records and the HTTP status's refresh
@@ -185,6 +188,8 @@ class ValidationSpec(StrictModel):
 
 class CutoverSpec(StrictModel):
     groups: list[str] = Field(default_factory=list)
+    # The source topics whose producers a migration run switches unless its form says otherwise (empty: none).
+    producer_topics: list[str] = Field(default_factory=list)
     fence: bool = False
     # A person approves the switch before it runs (the migration DAG's human-in-the-loop gate); off by default,
     # so runs go on unattended; a run's form can ask for it too.
