@@ -310,6 +310,10 @@ class Replicator:
             except KafkaException:
                 continue
             self.outages.ended(alias)
+        overdue = self.outages.overdue(self.plan.engine.outage_timeout_s)
+        if overdue:
+            self.faults.stop_with(overdue)
+            return
         changes = self.control.poll()
         if changes.flow_state:
             self._apply_flow_state(changes.flow_state)

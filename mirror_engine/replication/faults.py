@@ -79,6 +79,16 @@ class OutageWatch:
         log.warning("cluster '%s' (%s) does not answer since %s: all its brokers are down; copying waits and goes "
                     "on by itself when it answers", alias, bootstrap, self.outages[alias][1])
 
+    def overdue(self, bound_s: float | None) -> str:
+        """Why the engine ends when a cluster's outage has lasted longer than `bound_s` (None: never), else ""."""
+        now = time.monotonic()
+        for alias, (began, since) in self.outages.items():
+            if bound_s is not None and now - began > bound_s:
+                return (f"cluster '{alias}' has not answered since {since} ({now - began:.0f} s, over the plan's "
+                        f"engine.outage_timeout_s of {bound_s:.0f} s): the engine ends; its progress is stored, and "
+                        "a restart goes on from there once the cluster answers")
+        return ""
+
     def ended(self, alias: str) -> None:
         began, since = self.outages.pop(alias)
         log.warning("cluster '%s' answers again (it did not from %s, %.0f s)", alias, since,

@@ -73,3 +73,37 @@ def test_a_target_outage_is_logged_once_each_way_and_copied_counts_only_acknowle
         assert len(ended) == 1 and "'tgt'" in ended[0], ended
     finally:
         target.stop()
+
+
+def test_an_engine_whose_target_stays_gone_ends_by_itself_after_the_plans_outage_timeout(kafka_pair, unique_name,
+                                                                                        tmp_path):
+    from mirror_engine.replication import EngineError
+
+    source, _ = kafka_pair
+    target = start_cluster("gone-target", tmp_path / "gone-target")
+    try:
+        create_topics(source, [NewTopic(unique_name, 1, 1)])
+        produce(source, unique_name, _records(0, 50))
+        plan = make_plan(source, target, unique_name, engine={"outage_timeout_s": 5, "progress_interval_s": 0.2})
+        replicator = Replicator(plan, source.client_config(), target.client_config())
+        ended: dict = {}
+
+        def run() -> None:
+            try:
+                replicator.run(max_seconds=240)
+            except EngineError as error:
+                ended["error"] = str(error)
+            ended["at"] = time.monotonic()
+
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        _wait(lambda: replicator.states and replicator.caught_up(), 60, "the first 50 records copied")
+        target.stop()
+        stopped_at = time.monotonic()
+        runner.join(120)
+        assert not runner.is_alive(), "the engine still runs two minutes after its target went away"
+        assert "cluster 'tgt' has not answered since" in ended.get("error", ""), ended
+        assert "engine.outage_timeout_s of 5 s" in ended["error"], ended
+        assert ended["at"] - stopped_at >= 5, ended  # not before the bound
+    finally:
+        target.stop()
