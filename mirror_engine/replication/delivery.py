@@ -116,7 +116,8 @@ class AtLeastOnce:
         return True
 
     def shutdown(self) -> None:
-        remaining = self.clients.records.flush(60)
+        patience = 5.0 if self.faults.target_gone else 60.0
+        remaining = self.clients.records.flush(patience)
         if remaining:
             log.error("%d records were not acknowledged by the target at shutdown; they are copied again "
                       "on the next start", remaining)
@@ -124,9 +125,9 @@ class AtLeastOnce:
         # progress never passes an unacknowledged sync, so written before them it stayed where the last periodic
         # sync left it (at the partitions' start for an engine stopped within its first sync interval).
         self.side.offset_syncs.send_unsent()
-        self.clients.records.flush(30)
+        self.clients.records.flush(patience / 2)
         self.side.write_progress()
-        self.clients.records.flush(30)
+        self.clients.records.flush(patience / 2)
 
 
 class Transactional:

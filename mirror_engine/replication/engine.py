@@ -310,9 +310,10 @@ class Replicator:
             except KafkaException:
                 continue
             self.outages.ended(alias)
-        overdue = self.outages.overdue(self.plan.engine.outage_timeout_s)
-        if overdue:
-            self.faults.stop_with(overdue)
+        gone, why = self.outages.overdue(self.plan.engine.outage_timeout_s)
+        if gone:
+            self.faults.target_gone = gone == self.plan.target.alias
+            self.faults.stop_with(why)
             return
         changes = self.control.poll()
         if changes.flow_state:

@@ -31,6 +31,9 @@ class Faults:
     fatal: str = ""
     last_error: str = ""
     blocked_topics: dict[str, str] = field(default_factory=dict)
+    # The engine ends because the target has not answered for engine.outage_timeout_s: its shutdown does not wait
+    # minutes for acknowledgements that cannot come (what is unacknowledged is copied again on the next start).
+    target_gone: bool = False
 
     def stop_with(self, sentence: str) -> None:
         """Stop the engine for this reason, unless an earlier fatal error already does."""
@@ -79,15 +82,16 @@ class OutageWatch:
         log.warning("cluster '%s' (%s) does not answer since %s: all its brokers are down; copying waits and goes "
                     "on by itself when it answers", alias, bootstrap, self.outages[alias][1])
 
-    def overdue(self, bound_s: float | None) -> str:
-        """Why the engine ends when a cluster's outage has lasted longer than `bound_s` (None: never), else ""."""
+    def overdue(self, bound_s: float | None) -> tuple[str, str]:
+        """(the cluster, why the engine ends) when a cluster's outage has lasted longer than `bound_s` (None:
+        never), else ("", "")."""
         now = time.monotonic()
         for alias, (began, since) in self.outages.items():
             if bound_s is not None and now - began > bound_s:
-                return (f"cluster '{alias}' has not answered since {since} ({now - began:.0f} s, over the plan's "
+                return alias, (f"cluster '{alias}' has not answered since {since} ({now - began:.0f} s, over the plan's "
                         f"engine.outage_timeout_s of {bound_s:.0f} s): the engine ends; its progress is stored, and "
                         "a restart goes on from there once the cluster answers")
-        return ""
+        return "", ""
 
     def ended(self, alias: str) -> None:
         began, since = self.outages.pop(alias)
