@@ -143,10 +143,12 @@ class Cutover(threading.Thread):
 
 
 def main() -> int:
-    stop = {"asked": False}
+    stop = {"asked": False, "serving": False}
 
     def ask_stop(_signum: int, _frame: object) -> None:
         stop["asked"] = True
+        if not stop["serving"]:  # still starting: stop whatever it waits for, and clean up (the `finally` below)
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, ask_stop)
     signal.signal(signal.SIGTERM, ask_stop)
@@ -169,7 +171,9 @@ def main() -> int:
             url = f"http://127.0.0.1:{port}"
             passwords = home / "passwords.json"
             passwords.write_text(json.dumps({USER: PASSWORD}))
+            bin_dir = str(Path(sys.executable).parent)  # `airflow standalone` starts its components by name
             env = {**airflow_env(source, target),
+                   "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
                    "AIRFLOW_HOME": str(home),
                    "MIRROR_SOURCE_BOOTSTRAP": source.bootstrap, "MIRROR_TARGET_BOOTSTRAP": target.bootstrap,
                    "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
@@ -198,11 +202,14 @@ def main() -> int:
                   f"  the cockpit: {url}/plugin/migrations (Migrations in the navigation)\n"
                   + (f"  left paused, as they run on a schedule: {', '.join(paused)}\n" if paused else "")
                   + "Ctrl-C stops Airflow, the engine, the applications and the clusters.", flush=True)
+            stop["serving"] = True
             while not stop["asked"] and airflow.poll() is None:
                 time.sleep(0.5)
             if airflow.poll() is not None:
                 print(f"Airflow exited ({airflow.returncode}): see {log}")
                 return 1
+            return 0
+        except KeyboardInterrupt:  # interrupted while starting
             return 0
         finally:
             print("stopping Airflow, the engine, the applications and the clusters ...", flush=True)
