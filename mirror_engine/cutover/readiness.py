@@ -196,8 +196,11 @@ class CheckpointsCurrent(ReadinessCheck):
         # What the switch will do with each of the run's groups, said now: a group that can only fail stops the
         # run here, before any approval is asked (`outlook`).
         to_switch = list(self.plan.cutover.groups if self.groups is None else self.groups)
-        outlooks = switch_outlook(self.plan, self._checkpointer.source_admin, self._checkpointer.target_admin,
-                                  self.target_config, to_switch) if to_switch else []
+        try:
+            outlooks = switch_outlook(self.plan, self._checkpointer.source_admin, self._checkpointer.target_admin,
+                                      self.target_config, to_switch) if to_switch else []
+        except GroupError as error:  # a coordinator still loading (a new cluster's first groups): asked again
+            return Readiness(False, f"what the switch will do with the run's groups is not known yet: {error}")
         blocked = [o for o in outlooks if o.verdict == BLOCKED]
         if blocked:
             return Readiness(False, "", failed=f"{len(blocked)} group(s) of the run can only fail to switch: "

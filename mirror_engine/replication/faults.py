@@ -88,9 +88,9 @@ class OutageWatch:
         now = time.monotonic()
         for alias, (began, since) in self.outages.items():
             if bound_s is not None and now - began > bound_s:
-                return alias, (f"cluster '{alias}' has not answered since {since} ({now - began:.0f} s, over the plan's "
-                        f"engine.outage_timeout_s of {bound_s:.0f} s): the engine ends; its progress is stored, and "
-                        "a restart goes on from there once the cluster answers")
+                return alias, (f"cluster '{alias}' has not answered since {since} ({now - began:.0f} s, over the "
+                               f"plan's engine.outage_timeout_s of {bound_s:.0f} s): the engine ends; its progress is "
+                               "stored, and a restart goes on from there once the cluster answers")
         return "", ""
 
     def ended(self, alias: str) -> None:
