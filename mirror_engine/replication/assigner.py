@@ -18,7 +18,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
-from mirror_engine.kafka import TopicListing, admin_client, at_once, list_offsets, partition_bounds, topic_listing
+from mirror_engine.kafka import (
+    TopicListing,
+    TopicPartitionKey,
+    admin_client,
+    at_once,
+    list_offsets,
+    partition_bounds,
+    topic_listing,
+)
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copier import RecordCopier
@@ -31,8 +39,6 @@ from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.target_topics import TargetTopics
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
 
 SHOWN_FALLBACKS = 5  # partitions whose target tail could not be counted as copied, named one per log line
 

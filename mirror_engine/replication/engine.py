@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 
 from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id
-from mirror_engine.kafka import ClusterInfo, TopicListing, describe_plan_clusters
+from mirror_engine.kafka import ClusterInfo, TopicListing, TopicPartitionKey, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
@@ -47,8 +47,6 @@ from mirror_engine.replication.target_upkeep import TargetUpkeep
 from mirror_engine.scheduler import PeriodicTask, Scheduler
 
 log = logging.getLogger(__name__)
-
-TopicPartitionKey = tuple[str, int]
 
 __all__ = ["EngineError", "Replicator", "RunSummary", "default_worker_id"]
 
