@@ -147,7 +147,7 @@ def mark_first_acknowledged(sink: Sink = mark) -> None:
     """One mark when the target first acknowledges a copied record (the time between the two marks is the
     producers' own start: their connections, ids and the target topics' metadata)."""
     try:
-        from mirror_engine.replication.partition_state import PartitionState
+        from mirror_engine.replication import PartitionState
     except ImportError:
         return
     callback = PartitionState.callback
