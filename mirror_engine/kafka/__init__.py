@@ -53,6 +53,7 @@ from mirror_engine.kafka.record_sizes import (
     record_size,
     varint_size,
 )
+from mirror_engine.kafka.topic_names import metric_name, topic_name_problem
 from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, SMALL_PREFETCH, assign_known, consume_available
 from mirror_engine.kafka.topics import (
     CONFIG_BATCH,
@@ -67,13 +68,11 @@ from mirror_engine.kafka.topics import (
     list_offsets,
     list_topic_metadata,
     metadata_of,
-    metric_name,
     partition_bounds,
     record_limit,
     stamps_log_append_time,
     syncable_configs,
     topic_listing,
-    topic_name_problem,
     topic_overrides,
     topics_holding_data,
     wait_until_served,
