@@ -45,7 +45,8 @@ from scale import Shape, commit_groups, create_topics, produce_records, raise_fi
 
 from kafka_local.cluster import KafkaCluster, start_pair
 from mirror_engine.kafka import wait_until_served
-from mirror_engine.observe import FlowView, flow_view, is_live, partition_count, read_worker_statuses
+from mirror_engine.observe import FlowView, is_live, partition_count, read_worker_statuses
+from mirror_engine.observe.testing import flow_view
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 

@@ -86,7 +86,7 @@ from kafka_local.mm2 import memory_bytes
 from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import list_offsets, wait_until_served
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication.record_producers import MOST_PRODUCERS, TOPICS_PER_PRODUCER
+from mirror_engine.replication.testing import MOST_PRODUCERS, TOPICS_PER_PRODUCER
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = [sys.executable, "-m", "mirror_engine.cli"]

@@ -32,13 +32,11 @@ from harness import cluster_section
 
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics, ensure_internal_topics
-from mirror_engine.kafka import list_offsets, wait_until_served
+from mirror_engine.kafka import TopicPartitionKey, list_offsets, wait_until_served
 from mirror_engine.observe import WorkerStatusFeed, assigned_partitions, is_live, partition_count
 from mirror_engine.plan import plan_from_dict
 
 log = logging.getLogger("scale.workers")
-
-TopicPartitionKey = tuple[str, int]
 
 
 @dataclass

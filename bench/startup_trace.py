@@ -65,6 +65,9 @@ STEPS = [
     ("mirror_engine.replication.limits_gate", "LimitsGate._learn", "  record limits learned (a batch)"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._fresh_starts", "  fresh partitions' starts"),
     ("mirror_engine.replication.assigner", "PartitionAssigner._reconcile", "  target tails reconciled"),
+    # (the same two steps in `start_positions`, where they are since; the lines above time older versions)
+    ("mirror_engine.replication.start_positions", "StartPositions.fresh", "  fresh partitions' starts"),
+    ("mirror_engine.replication.start_positions", "StartPositions.reconcile", "  target tails reconciled"),
     ("mirror_engine.replication.record_producers", "RecordProducers.spread", "    record producers given topics"),
     ("mirror_engine.replication.side_records", "SideRecordWriter.write_progress", "    progress records produced"),
     ("mirror_engine.replication.record_producers", "RecordProducers.flush", "    producers flushed"),
@@ -147,7 +150,7 @@ def mark_first_acknowledged(sink: Sink = mark) -> None:
     """One mark when the target first acknowledges a copied record (the time between the two marks is the
     producers' own start: their connections, ids and the target topics' metadata)."""
     try:
-        from mirror_engine.replication.partition_state import PartitionState
+        from mirror_engine.replication import PartitionState
     except ImportError:
         return
     callback = PartitionState.callback

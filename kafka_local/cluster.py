@@ -3,40 +3,49 @@
 A cluster lives in its own folder (`home`): `server.properties`, the data dir, `broker.log` and
 `cluster.json` (ports, pids). The JVM is the process we start, so its pid is the broker's. By default a
 cluster is one node, broker and controller; `brokers=N` adds broker-only nodes 2..N (kafka_local.brokers),
-each in `home/node-K` with its own port, data dir, log and pid.
+each in `home/node-K` with its own port, data dir, log and pid. Both build on kafka_local.cluster_model (the
+recorded cluster, its server.properties) and kafka_local.java (the JVMs), so the imports go one way.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import logging
-import os
-import random
-import socket
 import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kafka_local.maven import classpath, kafka_jar_set, resolve
-from kafka_local.nodes import BrokerNode, process_running, stop_process
-from kafka_local.tls import TLS_KINDS, TlsFiles, broker_tls_properties, client_tls_config, make_tls_files
+from kafka_local.brokers import restart_broker_nodes, start_broker_nodes
+from kafka_local.cluster_model import (
+    SECURED_USERS,
+    STARTUP_TIMEOUT_S,
+    SUPER_USER,
+    ClusterStartError,
+    KafkaCluster,
+    free_port,
+    server_properties,
+)
+from kafka_local.java import java_command, launch_broker, tail
+from kafka_local.maven import kafka_jar_set, resolve
+from kafka_local.nodes import process_running
+from kafka_local.tls import TLS_KINDS, make_tls_files
+
+# The harness's entry point for clusters: what starts and restarts them, and (re-exported from
+# kafka_local.cluster_model) what a caller reads of a started cluster.
+__all__ = [
+    "SECURED_USERS",
+    "SUPER_USER",
+    "ClusterStartError",
+    "KafkaCluster",
+    "free_port",
+    "restart_cluster",
+    "start_cluster",
+    "start_pair",
+]
 
 log = logging.getLogger(__name__)
-
-# Local-only credentials of secured test clusters. `admin` is the super user.
-SECURED_USERS: dict[str, str] = {
-    "admin": "admin-secret",
-    "alice": "alice-secret",
-    "bob": "bob-secret",
-    "mirror": "mirror-secret",
-    "reader": "reader-secret",  # for tests of a least-privilege source principal
-}
-SUPER_USER = "admin"
-STARTUP_TIMEOUT_S = 90.0
 
 _LOG4J2 = """\
 status = warn
@@ -57,93 +66,6 @@ logger.cleaner.level = warn
 """
 
 
-class ClusterStartError(RuntimeError):
-    """A broker did not come up; the message carries the tail of its log."""
-
-
-@dataclass
-class KafkaCluster:
-    """A running (or recorded) local cluster."""
-
-    name: str
-    home: str
-    port: int
-    controller_port: int
-    cluster_id: str
-    secured: bool
-    pid: int = 0
-    tls: str = ""  # "", or a TLS kind of kafka_local.tls (mtls, scram, oauth)
-    oauth_issuer: str = ""  # the OAuth server validating tokens (tls == "oauth")
-    brokers: list[BrokerNode] = field(default_factory=list)  # nodes 2..N; node 1 is this one (port, pid)
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{port}" for port in [self.port, *(node.port for node in self.brokers)])
-
-    @property
-    def log_file(self) -> Path:
-        return Path(self.home) / "broker.log"
-
-    def client_config(self, user: str | None = None, mechanism: str = "PLAIN") -> dict[str, str]:
-        """confluent-kafka settings to reach this cluster; on a secured one as `user` (default: admin)."""
-        config = {"bootstrap.servers": self.bootstrap}
-        if self.tls:
-            user = user or SUPER_USER
-            return {**config, **client_tls_config(self.tls, self.tls_files, user, SECURED_USERS[user],
-                                                  self.oauth_issuer)}
-        if self.secured:
-            user = user or SUPER_USER
-            config.update({
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": mechanism,
-                "sasl.username": user,
-                "sasl.password": SECURED_USERS[user],
-            })
-        return config
-
-    @property
-    def tls_files(self) -> TlsFiles:
-        return TlsFiles(Path(self.home) / "tls")
-
-    def is_running(self) -> bool:
-        """Every node's process is alive."""
-        return process_running(self.pid, self.home) and all(node.is_running() for node in self.brokers)
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM every node and wait, broker-only nodes first (side by side, while the controller they report
-        to still runs), then node 1; SIGKILL a node that does not stop in time."""
-        if self.brokers:
-            with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
-                list(pool.map(lambda node: stop_process(f"{self.name} node {node.node_id}", node.pid, node.home,
-                                                         timeout_s), self.brokers))
-        stop_process(self.name, self.pid, self.home, timeout_s)
-
-    def save(self) -> None:
-        (Path(self.home) / "cluster.json").write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, home: Path) -> KafkaCluster | None:
-        state = home / "cluster.json"
-        if not state.exists():
-            return None
-        data = json.loads(state.read_text())
-        data["brokers"] = [BrokerNode(**node) for node in data.get("brokers", [])]
-        return cls(**data)
-
-
-def free_port() -> int:
-    """A free loopback port below the ephemeral range (ports above 32767 failed to bind here)."""
-    for _ in range(200):
-        port = random.randint(20000, 32000)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free loopback port found between 20000 and 32000")
-
-
 def _new_cluster_id() -> str:
     # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding. An id starting
     # with "-" would be read as an option by the storage tool, so draw again (as Kafka's own does).
@@ -151,95 +73,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def _jaas_plain(users: dict[str, str]) -> str:
-    entries = " ".join(f'user_{name}="{password}"' for name, password in users.items())
-    return (
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{SUPER_USER}" password="{users[SUPER_USER]}" {entries};'
-    )
-
-
-# What every single-broker cluster of the harness sets, KRaft or ZooKeeper-era: one replica of everything.
-SINGLE_BROKER = {
-    "num.partitions": "1",
-    "auto.create.topics.enable": "false",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "5",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "transaction.state.log.num.partitions": "5",
-}
-
-
-def server_properties(cluster: KafkaCluster, data_dir: Path) -> str:
-    common = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{cluster.controller_port}",
-        "controller.listener.names": "CONTROLLER",
-        "log.dirs": str(data_dir),
-        **SINGLE_BROKER,
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # Fast compaction in tests that need gaps in offsets.
-        "log.cleaner.backoff.ms": "1000",
-        # A fetch that waits for records is watched under each of its partitions until enough such fetches have
-        # ended (1,000 by default): a consumer idle on 3,300 partitions of a broker kept 2.3 million stale entries,
-        # the whole 1 GiB heap, and the broker spent two cores in GC (bench/scale.py at 10,000 partitions).
-        "fetch.purgatory.purge.interval.requests": "100",
-    }
-    if cluster.tls:
-        security = broker_tls_properties(cluster.tls, cluster.port, cluster.controller_port, cluster.tls_files,
-                                         _jaas_plain(SECURED_USERS), cluster.oauth_issuer)
-    elif cluster.secured:
-        security = {
-            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port},CONTROLLER://127.0.0.1:{cluster.controller_port}",
-            "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{cluster.port}",
-            "inter.broker.listener.name": "SASL_PLAINTEXT",
-            # The controller listener must speak SASL too: a PLAINTEXT one registers the node as
-            # User:ANONYMOUS, which the authorizer denies, and the broker never finishes starting.
-            "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": _jaas_plain(SECURED_USERS),
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(SECURED_USERS),
-            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": f"User:{SUPER_USER}",
-            "allow.everyone.if.no.acl.found": "false",
-        }
-    else:
-        security = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{cluster.port},CONTROLLER://127.0.0.1:{cluster.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{cluster.port}",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        }
-    return "".join(f"{key}={value}\n" for key, value in {**common, **security}.items())
-
-
-def _java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path,
-                  oauth_issuer: str = "") -> list[str]:
-    # Short-lived tool JVMs start faster with C1 only and the serial collector.
-    # A broker's heap: 512 MiB unless KAFKA_LOCAL_BROKER_HEAP says (e.g. "1g" for many thousand partitions).
-    jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"] if tool else [
-        "-Xms256m", f"-Xmx{os.environ.get('KAFKA_LOCAL_BROKER_HEAP', '512m')}", "-XX:+UseG1GC",
-        "-XX:MaxGCPauseMillis=20",
-    ]
-    return [
-        "java", *jvm,
-        f"-Dlog4j2.configurationFile={home / 'log4j2.properties'}",
-        f"-Dkafka.logs.dir={home / 'logs'}",
-        # Kafka 4 calls only the OAuth URLs listed here.
-        *([f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oauth_issuer}/jwks"] if oauth_issuer else []),
-        "-cp", classpath(lib), main_class, *args,
-    ]
 
 
 def start_cluster(name: str, home: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "",
@@ -261,8 +94,6 @@ def start_cluster(name: str, home: Path, secured: bool = False, tls: str = "", o
         try:
             cluster = _start_once(name, home, secured, lib, tls, oauth_issuer)
             if brokers > 1:
-                from kafka_local.brokers import start_broker_nodes
-
                 start_broker_nodes(cluster, lib, brokers)
             return cluster
         except ClusterStartError as error:
@@ -294,7 +125,7 @@ def _start_once(name: str, home: Path, secured: bool, lib: Path, tls: str = "", 
         for user, password in SECURED_USERS.items():
             format_args += ["--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]"]
     formatted = subprocess.run(
-        _java_command(lib, "kafka.tools.StorageTool", *format_args, tool=True, home=home),
+        java_command(lib, "kafka.tools.StorageTool", *format_args, tool=True, home=home),
         capture_output=True, text=True,
     )
     if formatted.returncode != 0:
@@ -322,21 +153,9 @@ def restart_cluster(cluster: KafkaCluster) -> KafkaCluster:
         cluster.save()
         _wait_until_serving(cluster, process)
     if cluster.brokers:
-        from kafka_local.brokers import restart_broker_nodes
-
         restart_broker_nodes(cluster, lib)
     return cluster
 
-
-def launch_broker(lib: Path, home: Path, log_file: Path, oauth_issuer: str = "") -> subprocess.Popen[bytes]:
-    """The broker JVM of `home/server.properties`, its output appended to `log_file`."""
-    with open(log_file, "ab") as log_out:
-        return subprocess.Popen(
-            _java_command(lib, "kafka.Kafka", str(home / "server.properties"), tool=False, home=home,
-                          oauth_issuer=oauth_issuer),
-            stdout=log_out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a test run does not hit it
-        )
 
 
 def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes]) -> None:
@@ -347,7 +166,7 @@ def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes])
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ClusterStartError(
-                f"cluster {cluster.name}: broker exited with {process.returncode}:\n{_tail(cluster.log_file)}"
+                f"cluster {cluster.name}: broker exited with {process.returncode}:\n{tail(cluster.log_file)}"
             )
         try:
             metadata = admin.list_topics(timeout=1.0)
@@ -358,15 +177,8 @@ def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes])
     cluster.stop()
     raise ClusterStartError(
         f"cluster {cluster.name}: not serving on {cluster.bootstrap} after {STARTUP_TIMEOUT_S:.0f} s:\n"
-        f"{_tail(cluster.log_file)}"
+        f"{tail(cluster.log_file)}"
     )
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def start_pair(root: Path, secured: bool = False, tls: str = "", oauth_issuer: str = "",

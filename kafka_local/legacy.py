@@ -22,18 +22,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_local.cluster import (
+from kafka_local.cluster import _wait_until_serving
+from kafka_local.cluster_model import (
     SECURED_USERS,
     SINGLE_BROKER,
     STARTUP_TIMEOUT_S,
     SUPER_USER,
     ClusterStartError,
     KafkaCluster,
-    _jaas_plain,
-    _tail,
-    _wait_until_serving,
     free_port,
+    jaas_plain,
 )
+from kafka_local.java import tail
 from kafka_local.maven import Artifact, JarSet, classpath, resolve
 from kafka_local.nodes import reap
 
@@ -124,7 +124,7 @@ def broker_properties(cluster: LegacyCluster, data_dir: Path) -> str:
             "security.inter.broker.protocol": "SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN",
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(SECURED_USERS),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas_plain(SECURED_USERS),
             "authorizer.class.name": authorizer_class(cluster.version),
             "super.users": f"User:{SUPER_USER}",
             "allow.everyone.if.no.acl.found": "false",
@@ -180,7 +180,7 @@ def _start_once(name: str, home: Path, version: str, secured: bool, lib: Path) -
     props = home / "server.properties"
     props.write_text(broker_properties(cluster, home / "data"))
     if secured and _version_tuple(version) < (1, 0):
-        (home / "kafka_server_jaas.conf").write_text(f"KafkaServer {{\n  {_jaas_plain(SECURED_USERS)}\n}};\n")
+        (home / "kafka_server_jaas.conf").write_text(f"KafkaServer {{\n  {jaas_plain(SECURED_USERS)}\n}};\n")
 
     started = time.monotonic()
     with open(home / "zookeeper.log", "ab") as zk_out:
@@ -217,7 +217,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log_file: Path, 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             reap(process.pid)
-            raise ClusterStartError(f"cluster {name}: ZooKeeper exited with {process.returncode}:\n{_tail(log_file)}")
+            raise ClusterStartError(f"cluster {name}: ZooKeeper exited with {process.returncode}:\n{tail(log_file)}")
         with socket.socket() as probe:
             probe.settimeout(0.5)
             if probe.connect_ex(("127.0.0.1", port)) == 0:

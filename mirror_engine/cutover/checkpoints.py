@@ -21,6 +21,7 @@ from mirror_engine.flow import FlowMapping, InternalTopics, ensure_internal_topi
 from mirror_engine.kafka import (
     GroupError,
     GroupState,
+    TopicPartitionKey,
     admin_client,
     commit_offsets_of,
     committed_offsets_of,
@@ -31,8 +32,6 @@ from mirror_engine.mm2 import Checkpoint
 from mirror_engine.plan import MigrationPlan
 
 log = logging.getLogger(__name__)
-
-TopicPartitionKey = tuple[str, int]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from confluent_kafka import (
 )
 
 from mirror_engine.cutover.waiting import SwitchError
-from mirror_engine.kafka import SHORT_FETCH_WAIT, assign_known, consume_available
+from mirror_engine.kafka import SHORT_FETCH_WAIT, TopicPartitionKey, assign_known, consume_available
 
 
 def fingerprint(message: Message | None, with_timestamp: bool = True) -> str:
@@ -41,7 +41,6 @@ def broker_timed(*messages: Message | None) -> bool:
                for m in messages)
 
 
-TopicPartitionKey = tuple[str, int]
 PROOF_WINDOW = 64  # offsets read before each position, first
 
 

@@ -25,11 +25,16 @@ from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.outlook import BLOCKED, NOTHING_TO_SWITCH, SKIP, switch_outlook
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
-from mirror_engine.kafka import GroupError, GroupState, admin_client, cluster_identity, describe_groups
+from mirror_engine.kafka import (
+    GroupError,
+    GroupState,
+    TopicPartitionKey,
+    admin_client,
+    cluster_identity,
+    describe_groups,
+)
 from mirror_engine.observe import assigned_partitions, flow_problems, partition_count
 from mirror_engine.plan import MigrationPlan
-
-TopicPartitionKey = tuple[str, int]
 
 
 class ClustersAnswer(ReadinessCheck):

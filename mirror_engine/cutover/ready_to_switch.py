@@ -15,6 +15,7 @@ from mirror_engine.cutover.switched import group_already_switched
 from mirror_engine.flow import FlowMapping
 from mirror_engine.kafka import (
     GroupError,
+    TopicPartitionKey,
     admin_client,
     committed_offsets,
     describe_group,
@@ -26,8 +27,6 @@ from mirror_engine.kafka import (
 )
 from mirror_engine.observe import FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
-
-TopicPartitionKey = tuple[str, int]
 
 
 class GroupStopped(ReadinessCheck):

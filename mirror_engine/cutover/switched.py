@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan
-
-TopicPartitionKey = tuple[str, int]
 
 
 def stored_report(plan: MigrationPlan, target_config: dict[str, str], kind: str, name: str,

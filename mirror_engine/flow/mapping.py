@@ -14,11 +14,9 @@ from confluent_kafka import Message
 from mirror_engine.flow.internal_topics import InternalTopics
 from mirror_engine.flow.offset_map import OffsetMap, PartitionOffsetMap
 from mirror_engine.flow.progress import PartitionProgress, parse_progress
-from mirror_engine.kafka import InternalTopicReader, decoded
+from mirror_engine.kafka import InternalTopicReader, TopicPartitionKey, decoded
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import MigrationPlan
-
-TopicPartitionKey = tuple[str, int]
 
 
 class FlowMapping:

@@ -1,5 +1,5 @@
 """Talking to a Kafka cluster: clients and what a cluster says of itself, topics, consumer groups, ACLs and fences,
-record sizes, and reading small internal topics."""
+record sizes, reading small internal topics, and `TopicPartitionKey`, the one name for a (topic, partition) pair."""
 
 from mirror_engine.kafka.acls import (
     Acl,
@@ -43,6 +43,7 @@ from mirror_engine.kafka.groups import (
 from mirror_engine.kafka.internal_reader import InternalTopicReader, MalformedRecord, decoded, read_to_end
 from mirror_engine.kafka.internal_writer import write_records
 from mirror_engine.kafka.old_brokers import acl_sync_skipped, config_sync_skipped, too_old
+from mirror_engine.kafka.partitions import TopicPartitionKey
 from mirror_engine.kafka.record_sizes import (
     RECORD_BATCH_OVERHEAD,
     Headers,
@@ -52,6 +53,7 @@ from mirror_engine.kafka.record_sizes import (
     record_size,
     varint_size,
 )
+from mirror_engine.kafka.topic_names import metric_name, topic_name_problem
 from mirror_engine.kafka.topic_reader import SHORT_FETCH_WAIT, SMALL_PREFETCH, assign_known, consume_available
 from mirror_engine.kafka.topics import (
     CONFIG_BATCH,
@@ -66,13 +68,11 @@ from mirror_engine.kafka.topics import (
     list_offsets,
     list_topic_metadata,
     metadata_of,
-    metric_name,
     partition_bounds,
     record_limit,
     stamps_log_append_time,
     syncable_configs,
     topic_listing,
-    topic_name_problem,
     topic_overrides,
     topics_holding_data,
     wait_until_served,
@@ -99,6 +99,7 @@ __all__ = [
     "MalformedRecord",
     "SameClusterError",
     "TopicListing",
+    "TopicPartitionKey",
     "TopicState",
     "acl_sync_skipped",
     "admin_client",

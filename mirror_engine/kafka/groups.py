@@ -20,11 +20,11 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from mirror_engine.kafka.concurrent_reads import refusal
+from mirror_engine.kafka.partitions import TopicPartitionKey
 
 if TYPE_CHECKING:
     from mirror_engine.plan import MigrationPlan
 
-TopicPartitionKey = tuple[str, int]
 T = TypeVar("T")
 ENGINE_GROUP_PREFIX = "mirror-engine."  # the engines' own groups: `mirror-engine.<plan>`, `...checkpoints.<plan>`
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 import time
 from collections.abc import Callable, Collection, Hashable
 from concurrent.futures import Future
@@ -55,32 +54,6 @@ class ClusterState:
     all_topic_names: frozenset[str] = frozenset()
     # Target side: the end offset of each partition of the topics whose data was looked at, when it was read.
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
-
-
-# Kafka's `Topic.validate`: what a broker refuses as a topic name.
-MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC_CHARACTERS = frozenset(string.ascii_letters + string.digits + "._-")
-
-
-def topic_name_problem(name: str) -> str | None:
-    """Why a broker would refuse `name` as a topic name, or None when it is legal."""
-    if not name:
-        return "is empty"
-    if name in (".", ".."):
-        return "is '.' or '..': '.' and '..' are not topic names"
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"has {len(name)} characters, more than Kafka's {MAX_TOPIC_NAME_LENGTH}"
-    illegal = sorted({char for char in name if char not in _LEGAL_TOPIC_CHARACTERS})
-    if illegal:
-        return (f"has characters Kafka refuses in a topic name ({', '.join(repr(c) for c in illegal)}); "
-                "allowed are ASCII letters, digits, '.', '_' and '-'")
-    return None
-
-
-def metric_name(topic: str) -> str:
-    """Kafka's metrics write '.' as '_', so a broker refuses a topic whose name differs from an existing one's
-    only there (`orders.eu` beside `orders_eu`)."""
-    return topic.replace(".", "_")
 
 
 class ConfigFilter:

@@ -8,11 +8,9 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.flow import ControlChannel, FlowMapping
-from mirror_engine.kafka import admin_client, existing_topics, list_offsets
+from mirror_engine.kafka import TopicPartitionKey, admin_client, existing_topics, list_offsets
 from mirror_engine.observe.status import WorkerStatusFeed, is_live
 from mirror_engine.plan import MigrationPlan
-
-TopicPartitionKey = tuple[str, int]
 
 
 class FlowWatch:

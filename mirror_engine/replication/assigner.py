@@ -3,13 +3,13 @@
 A partition with stored progress starts there (after reconciling the target's tail, see `reconcile`),
 unless the source lost records before it (a gap: the partition stops, loudly, unless the plan allows
 gaps). One without progress starts at the plan's start, or at its beginning when it appeared after the
-engine started. New partitions of the plan's backfill topics are held while Spark copies their history.
+engine started (those positions: `start_positions`). New partitions of the plan's backfill topics are held
+while Spark copies their history.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -18,7 +18,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.flow import ControlChannel, PartitionProgress, ProgressFollower, load_progress
-from mirror_engine.kafka import TopicListing, admin_client, at_once, list_offsets, partition_bounds, topic_listing
+from mirror_engine.kafka import (
+    TopicListing,
+    TopicPartitionKey,
+    admin_client,
+    at_once,
+    list_offsets,
+    partition_bounds,
+    topic_listing,
+)
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copier import RecordCopier
@@ -26,15 +34,12 @@ from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.limits_gate import LimitsGate
 from mirror_engine.replication.partition_state import PartitionState
-from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
+from mirror_engine.replication.reconcile import Reconciled
 from mirror_engine.replication.side_records import SideRecordWriter
+from mirror_engine.replication.start_positions import StartPositions, gap
 from mirror_engine.replication.target_topics import TargetTopics
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
-
-SHOWN_FALLBACKS = 5  # partitions whose target tail could not be counted as copied, named one per log line
 
 
 @dataclass
@@ -60,6 +65,7 @@ class PartitionAssigner:
         self.faults = faults
         self.targets = TargetTopics(plan, clients, lower_batch_cap)
         self.limits = LimitsGate(self.targets, states, lambda: clients.target_admin)
+        self.positions = StartPositions(plan, clients, self.targets, side, delivery)
         self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
         self.source_topics: list[str] = []
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
@@ -215,9 +221,10 @@ class PartitionAssigner:
         earliest = {key: bound[0] for key, bound in bounds.items()}
         latest = {key: bound[1] for key, bound in bounds.items()}
         self.targets.producers_know(new)
-        starts = self._fresh_starts([key for key in new if key not in self.stored], earliest, latest)
-        gaps = {key: _gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
-        reconciled = self._reconcile([key for key in new if not gaps[key]], target_ends)
+        starts = self.positions.fresh([key for key in new if key not in self.stored], self.initial_partitions,
+                                      earliest, latest)
+        gaps = {key: gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
+        reconciled = self.positions.reconcile([key for key in new if not gaps[key]], self.stored, target_ends)
         assignment, stopped = [], []
         for topic, partition in new:
             key = (topic, partition)
@@ -232,7 +239,7 @@ class PartitionAssigner:
             self.states[key] = state
             outcome = reconciled.get(key)
             if isinstance(outcome, Reconciled):
-                position = self._go_on_after(state, outcome)
+                position = self.positions.go_on_after(state, outcome)
             elif outcome is not None:
                 state.reconcile_fallback = outcome
             if gaps[key]:
@@ -272,63 +279,6 @@ class PartitionAssigner:
         # (read beside the rest of the start or asked now): the copy holds them until then.
         self.limits.wait_for([self.states[key] for key in new])
 
-    def _fresh_starts(self, fresh: list[TopicPartitionKey], earliest: dict[TopicPartitionKey, int],
-                      latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
-        """Partitions without stored progress start at the plan's start, or at their beginning when they
-        appeared after this engine started (a new topic or added partitions: all their records are new). The
-        source's `earliest` and `latest` offsets of the partitions are known already: only a start at a time asks
-        the source again, once for all of them."""
-        start = self.plan.engine.start_from
-        at_plan_start = [key for key in fresh if key in self.initial_partitions]
-        starts = {key: earliest[key] for key in fresh if key not in self.initial_partitions}
-        if start == "earliest":
-            starts.update((key, earliest[key]) for key in at_plan_start)
-        elif start == "latest":
-            starts.update((key, latest[key]) for key in at_plan_start)
-        elif at_plan_start:
-            millis = int(start.timestamp() * 1000)  # aware: the plan refuses a time without its zone
-            offsets = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in at_plan_start],
-                                   OffsetSpec.for_timestamp(millis))
-            starts.update((key, offset if offset >= 0 else latest[key]) for key, offset in offsets.items())
-        return starts
-
-    def _reconcile(self, keys: list[TopicPartitionKey], target_ends: dict[TopicPartitionKey, int]
-                   ) -> dict[TopicPartitionKey, Reconciled | str]:
-        """The target's tails past the stored progress of these partitions, counted as copied where they are."""
-        if not self.delivery.reconciles_target:
-            return {}
-        tails = []
-        for topic, partition in keys:
-            progress = self.stored.get((topic, partition))
-            target_end = target_ends[(self.targets.name(topic), partition)]
-            if progress is not None and 0 <= progress.target_position < target_end:
-                tails.append(TargetTail(topic, partition, self.targets.name(topic), progress.position,
-                                        progress.target_position, target_end))
-        if not tails:
-            return {}
-        started = time.monotonic()
-        results = reconcile_tails(self.clients.source_config, self.clients.target_config, tails)
-        counted = sum(r.records for r in results.values() if isinstance(r, Reconciled))
-        log.info("%d record(s) on the target past the stored progress of %d partition(s) counted as copied in "
-                 "%.2f s", counted, len(tails), time.monotonic() - started)
-        fallbacks = [(key, outcome) for key, outcome in sorted(results.items()) if isinstance(outcome, str)]
-        for (topic, partition), outcome in fallbacks[:SHOWN_FALLBACKS]:
-            log.warning("%s[%d]: %s: copying on from the stored progress at %d (the target gets those records "
-                        "again)", topic, partition, outcome, self.stored[(topic, partition)].position)
-        if len(fallbacks) > SHOWN_FALLBACKS:  # each one stays in the status (reconcile_fallback)
-            log.warning("... and %d more partition(s) copied on from their stored progress (see `mirror-engine "
-                        "status`)", len(fallbacks) - SHOWN_FALLBACKS)
-        return results
-
-    def _go_on_after(self, state: PartitionState, reconciled: Reconciled) -> int:
-        """Count a reconciled tail as copied: copying goes on after its last record, its offset-syncs written."""
-        state.start_position = state.produced_next = state.acked_next = reconciled.position
-        state.target_position = reconciled.target_position
-        state.acked_source, state.acked_target = reconciled.last_source, reconciled.target_position - 1
-        state.reconciled_records = reconciled.records
-        self.side.offset_syncs.continue_after(state, state.acked_target - state.acked_source, reconciled.syncs)
-        return reconciled.position
-
     def hold_for_backfill(self, new: list[TopicPartitionKey]) -> set[TopicPartitionKey]:
         """New partitions of the plan's backfill topics wait while Spark copies their history.
 
@@ -360,22 +310,6 @@ class PartitionAssigner:
                          topic, {p: recorded[p][0] for p in sorted(missing)})
             held.update((topic, p) for p in partitions)
         return held
-
-
-def _gap(progress: PartitionProgress | None, topic_id: str, earliest: int, latest: int) -> str:
-    """Why copying cannot go on from the stored progress without losing records ("" when it can)."""
-    if progress is None:
-        return ""
-    if progress.topic_id and topic_id and progress.topic_id != topic_id:
-        return (f"the source topic was deleted and recreated (topic id {progress.topic_id} -> {topic_id}): "
-                "its old records were not all copied and the new ones would mix with them")
-    if latest < progress.position:
-        return (f"the source partition ends at {latest}, before the copied position {progress.position}: "
-                "it was truncated or recreated")
-    if earliest > progress.position:
-        return (f"records {progress.position}..{earliest - 1} were deleted on the source (retention) before "
-                "they were copied")
-    return ""
 
 
 def _topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:

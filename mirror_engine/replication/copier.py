@@ -10,15 +10,13 @@ import logging
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from mirror_engine.kafka import Headers, batch_size_alone, header_size_bound
+from mirror_engine.kafka import Headers, TopicPartitionKey, batch_size_alone, header_size_bound
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copy_contract import produce_when_room
 from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.partition_state import PartitionState
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
 
 
 class RecordCopier:

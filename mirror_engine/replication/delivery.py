@@ -14,14 +14,13 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
+from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import Faults, kafka_error_raised
 from mirror_engine.replication.side_records import SideRecordWriter
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
 
 
 class DeliveryMode(Protocol):

@@ -7,7 +7,9 @@
 - a delivery mode (`delivery`: at-least-once or transactional) and a membership (`membership`: one
   process or a worker group), each chosen once;
 - the partition assigner: start positions, the target's tail after a crash, gaps, backfill holds
-  (`assigner`, `reconcile`); the target's upkeep: topics, configs, ACLs (`target_upkeep`);
+  (`assigner`, `start_positions`, `reconcile`); the target's upkeep: topics, configs, ACLs (`target_upkeep`),
+  refreshed beside the copy (`refresh`);
+- the flow's control: run, pause, stop, switched topics (`flow_control`); the clients' errors (`faults`);
 - the status reporter (`status_reporter`); the periodic work runs between batches on `mirror_engine.scheduler`.
 """
 
@@ -23,10 +25,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException
-
 from mirror_engine.flow import ControlChannel, InternalTopics, engine_group_id
-from mirror_engine.kafka import ClusterInfo, TopicListing, describe_plan_clusters
+from mirror_engine.kafka import ClusterInfo, TopicListing, TopicPartitionKey, describe_plan_clusters
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import ClientCallbacks, EngineClients
@@ -37,18 +37,18 @@ from mirror_engine.replication.delivery import (
     Transactional,
     transactional_id,
 )
-from mirror_engine.replication.faults import EngineError, Faults, OutageWatch
+from mirror_engine.replication.faults import ClientErrors, EngineError, Faults, OutageWatch
+from mirror_engine.replication.flow_control import FlowControl
 from mirror_engine.replication.membership import Membership, SingleProcess, WorkerGroup
 from mirror_engine.replication.memory import IdleTrim
 from mirror_engine.replication.partition_state import PartitionState
+from mirror_engine.replication.refresh import TopicRefresh
 from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.status_reporter import StatusReporter
 from mirror_engine.replication.target_upkeep import TargetUpkeep
 from mirror_engine.scheduler import PeriodicTask, Scheduler
 
 log = logging.getLogger(__name__)
-
-TopicPartitionKey = tuple[str, int]
 
 __all__ = ["EngineError", "Replicator", "RunSummary", "default_worker_id"]
 
@@ -84,7 +84,9 @@ class Replicator:
     assigner: PartitionAssigner
     membership: Membership
     upkeep: TargetUpkeep
-
+    errors: ClientErrors
+    flow: FlowControl
+    refresh: TopicRefresh
     reporter: StatusReporter
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str], *,
@@ -102,13 +104,9 @@ class Replicator:
         self.states: dict[TopicPartitionKey, PartitionState] = {}
         self.faults = Faults()
         self.outages = OutageWatch()
-        self.flow_state = "running"
         self._stop = threading.Event()
         # Set once start-up is done and the copy loop runs: what runs beside the copy starts only then.
         self.copying = threading.Event()
-        # The refresh's preparation of the target, running beside the copy (see `_refresh`).
-        self._refresher: ThreadPoolExecutor | None = None
-        self._refreshing: Future[list[str] | None] | None = None
         self._collections = 0  # by `_collect_garbage`
 
     @property
@@ -121,17 +119,25 @@ class Replicator:
     def fatal(self) -> str:
         return self.faults.fatal
 
+    @property
+    def flow_state(self) -> str:
+        """"running", "paused" or "stopped", as the control topic last said (`FlowControl`)."""
+        return self.flow.state
+
     # ------------------------------------------------------------------ setup
     def _build(self) -> None:
         """Every part, its clients complete (both clusters answer, the flow's internal topics exist)."""
         plan, states, faults = self.plan, self.states, self.faults
         if self.clusters is None:
             self.clusters = describe_plan_clusters(plan, self.source_config, self.target_config)
+        self.errors = ClientErrors(faults, self.outages,
+                                   source=(plan.source.alias, self.source_config.get("bootstrap.servers")),
+                                   target=(plan.target.alias, self.target_config.get("bootstrap.servers")))
         self.clients = clients = EngineClients.connect(
             plan, self.source_config, self.target_config, group_id=self.group_id,
             transactional_id=transactional_id(plan, self.membership_kind.transaction_member(self.worker_id))
             if self.exactly_once else None,
-            callbacks=ClientCallbacks(self._on_source_error, self._on_target_error))
+            callbacks=ClientCallbacks(self.errors.on_source_error, self.errors.on_target_error))
         self.side = SideRecordWriter(self.topics, plan.source.alias, plan.target.alias, states,
                                      lambda: clients.producer, faults)
         self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
@@ -146,6 +152,9 @@ class Replicator:
                                                faults)
         self.upkeep = TargetUpkeep(plan, self.source_config, self.target_config,
                                    beside_others=self.membership_kind.prepares_beside_others, faults=faults)
+        self.flow = FlowControl(plan, self.control, self.membership, self.outages, self.faults, clients, states)
+        self.refresh = TopicRefresh(plan.name, self.upkeep, self.assigner, self.membership, faults,
+                                    lambda: self.flow.state, self.clusters)
 
     def _lower_batch_cap(self, limit: int, topic: str) -> None:
         """A target topic takes smaller batches than the producer makes: rebuild it with batches that fit.
@@ -186,6 +195,15 @@ class Replicator:
 
     def _run(self, max_seconds: float | None, until_caught_up: bool) -> RunSummary:
         self._build()
+        self._start()
+        started = time.monotonic()
+        self._copy(self._periodic_work(started), started, max_seconds, until_caught_up)
+        if self.faults.fatal:
+            raise EngineError(self.faults.fatal)
+        return self.summary(time.monotonic() - started)
+
+    def _start(self) -> None:
+        """The start-up: the delivery started, the start's reads, the target prepared, the first assignment."""
         # Before the stored progress is read: starting the delivery fences this flow's previous producer, and a
         # transaction it was committing when it died completes only then (its commit may be in flight), so the
         # progress read afterwards includes it; read before, it would be older than the target's records.
@@ -216,7 +234,7 @@ class Replicator:
             alone.result()
             if ahead is not None:
                 ahead.result()  # before `follow`, which lists the plan's partitions from it
-            self.flow_state = self.control.flow_state
+            self.flow.state = self.control.flow_state
             self.assigner.follow(copyable, initial=True)
         self.reporter.start_server()
         if self.flow_state != "stopped":
@@ -227,8 +245,9 @@ class Replicator:
             log.info("the flow is stopped: waiting for `mirror-engine flows start`")
         self.assigner.forget_ahead()
 
+    def _periodic_work(self, started: float) -> Scheduler:
+        """What runs between consumed batches (`started`: when the copy began)."""
         engine = self.plan.engine
-        started = time.monotonic()
         idle_trim = IdleTrim(lambda: sum(state.records_copied for state in self.states.values()),
                              clock=time.monotonic)
         # The periodic work, between consumed batches: heartbeats and the status at once, the rest after an interval.
@@ -242,12 +261,12 @@ class Replicator:
             PeriodicTask("status", engine.status_interval_s, self.reporter.publish),
             PeriodicTask("log", engine.log_interval_s,
                          lambda: self.reporter.log_progress(time.monotonic() - started), engine.log_interval_s),
-            PeriodicTask("control", 1.0, self._follow_control, 1.0),
+            PeriodicTask("control", 1.0, self.flow.follow, 1.0),
             # The first refresh as the copy starts: the start read the source configs of the topics it created only
             # (`TargetUpkeep.prepare`), and this one syncs the others' beside the copy, as MM2 syncs configs as it
             # starts.
-            PeriodicTask("refresh", engine.refresh_interval_s, self._refresh),
-            PeriodicTask("refreshed", min(1.0, engine.refresh_interval_s), self._follow_refresh,
+            PeriodicTask("refresh", engine.refresh_interval_s, self.refresh.start),
+            PeriodicTask("refreshed", min(1.0, engine.refresh_interval_s), self.refresh.follow,
                          min(1.0, engine.refresh_interval_s)),
             PeriodicTask("idle-trim", 1.0, idle_trim.check, 1.0),
             # What the other workers store, taken as it comes: a rebalance then reads only the last moments.
@@ -258,7 +277,11 @@ class Replicator:
         ]
         skipped = {"heartbeat": not engine.emit_heartbeats, "progress-follow": not self.membership.follows_progress,
                    "group": not self.membership.serves_group}
-        scheduler = Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
+        return Scheduler([task for task in tasks if not skipped.get(task.name)], name="engine")
+
+    def _copy(self, scheduler: Scheduler, started: float, max_seconds: float | None, until_caught_up: bool) -> None:
+        """The copy's loop, until stopped, failed, out of time or caught up; then the shutdown (`_close`)."""
+        engine = self.plan.engine
         copy, admit = self.copier.copy, self.assigner.limits.admit
         consume = functools.partial(self.clients.consumer.consume, engine.batch_size, timeout=0.2)
         # Every consumed batch makes thousands of short-lived message objects that the cyclic garbage collector
@@ -268,7 +291,7 @@ class Replicator:
         try:
             while not self._stop.is_set() and not self.faults.fatal:
                 # Records whose target topic's record limits are still being read are held back (`LimitsGate`).
-                copy(admit(consume) if self.flow_state != "paused" else self._held())
+                copy(admit(consume) if self.flow.state != "paused" else self.flow.held())
                 now = time.monotonic()
                 scheduler.run_due()
                 if max_seconds is not None and now - started >= max_seconds:
@@ -276,17 +299,17 @@ class Replicator:
                 if until_caught_up and self.caught_up():
                     break
         finally:
-            try:
-                if self._refresher is not None:
-                    self._refresher.shutdown(wait=False, cancel_futures=True)
-                self._shutdown()
-                self.control.close()
-                self.assigner.progress.close()
-            finally:
-                gc.unfreeze()
-        if self.faults.fatal:
-            raise EngineError(self.faults.fatal)
-        return self.summary(time.monotonic() - started)
+            self._close()
+
+    def _close(self) -> None:
+        """The parts stopped and closed (`_shutdown`), the refresh and the readers of the target too."""
+        try:
+            self.refresh.close()
+            self._shutdown()
+            self.control.close()
+            self.assigner.progress.close()
+        finally:
+            gc.unfreeze()
 
     def _collect_garbage(self) -> None:
         """Once a second, the youngest objects' cycles; every minute, all of them (see `run`).
@@ -301,98 +324,6 @@ class Replicator:
             return
         gc.collect(2 if self._collections % 60 == 0 else 0)
 
-    def _follow_control(self) -> None:
-        """Every second: clusters back from an outage, and what the control topic says."""
-        for alias in list(self.outages.outages):
-            client = self.clients.producer if alias == self.plan.target.alias else self.clients.consumer
-            try:
-                client.list_topics(timeout=0.5)
-            except KafkaException:
-                continue
-            self.outages.ended(alias)
-        gone, why = self.outages.overdue(self.plan.engine.outage_timeout_s)
-        if gone:
-            self.faults.target_gone = gone == self.plan.target.alias
-            self.faults.stop_with(why)
-            return
-        changes = self.control.poll()
-        if changes.flow_state:
-            self._apply_flow_state(changes.flow_state)
-        if changes.switched:
-            self.membership.stop_topics(changes.switched)
-            log.info("stopped copying %s: producers switched to the target", ", ".join(sorted(changes.switched)))
-        self.membership.resume_backfilled(changes.backfilled, stopped=self.flow_state == "stopped")
-
-    def _apply_flow_state(self, state: str) -> None:
-        previous, self.flow_state = self.flow_state, state
-        if state == "stopped":
-            self.membership.release_all()
-            log.info("flow stopped: progress stored, partitions released")
-        elif previous == "stopped":
-            self.membership.acquire()
-            log.info("flow started%s", " (paused)" if state == "paused" else "")
-        else:  # the copy's loop consumes or not (`_held`); progress and assignment are kept
-            log.info("flow %s: %d partition(s)", "paused" if state == "paused" else "resumed", len(self.states))
-
-    @staticmethod
-    def _held() -> list:
-        """The copy's turn while the flow is paused: nothing consumed (the producers are still served by `copy`).
-
-        The consumer's prefetch, bounded, then stops fetching. Its partitions are not paused: librdkafka's pause()
-        and resume() look each partition's topic up in a list of the client's topics and wait for its main thread,
-        with the GIL held throughout; 10,000 partitions over 1,000 topics held the whole engine about 4 s each way
-        (heartbeats, status, the checkpoint loop)."""
-        time.sleep(0.2)
-        return []
-
-    def _refresh(self) -> None:
-        """Discovery: new matching topics and added partitions are prepared and copied; configs re-synced.
-
-        The preparation describes every topic, config and ACL of the plan on both clusters (a thousand topics:
-        seconds of requests): it runs in a thread of its own, with clients of its own, so the copy never waits
-        for it; `_follow_refresh` takes its outcome up on the copy's thread."""
-        if self._refreshing is not None:  # the previous one is still at work
-            return
-        first = self._refresher is None
-        if first:
-            self._refresher = ThreadPoolExecutor(1, thread_name_prefix=f"refresh-{self.plan.name}")
-        # The first, as the copy starts, takes both clusters as the start described them; later ones ask again.
-        self._refreshing = self._refresher.submit(self.upkeep.prepare, self.assigner.managed_topics(), initial=False,
-                                                  clusters=self.clusters if first else None)
-
-    def _follow_refresh(self) -> None:
-        """Every second: copy what a finished refresh prepared (new topics, added partitions)."""
-        refreshing = self._refreshing
-        if refreshing is None or not refreshing.done():
-            return
-        self._refreshing = None
-        try:
-            topics = refreshing.result()
-            if topics is not None:
-                self.assigner.follow(topics)
-            if self.flow_state != "stopped":
-                self.membership.acquire()  # workers: added partitions reach the group through the consumer
-        except Exception as error:  # a failed refresh must not stop copying what is assigned
-            self.faults.last_error = f"refresh failed: {error}"
-            log.error("refresh failed (copying goes on, retried next interval): %s", error, exc_info=True)
-
-    # ------------------------------------------------------------------ clients' errors
-    def _on_target_error(self, error: KafkaError) -> None:
-        if error.fatal():
-            self.faults.producer_failed(error, f"the target producer hit a fatal error (nothing after the last "
-                                               f"acknowledged record counts as copied): {error.str()}")
-        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
-            self.outages.began(self.plan.target.alias, self.target_config.get("bootstrap.servers"))
-        else:
-            log.debug("target client: %s", error.str())
-
-    def _on_source_error(self, error: KafkaError) -> None:
-        if error.fatal():
-            self.faults.fatal = f"source consumer: {error.str()}"
-        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
-            self.outages.began(self.plan.source.alias, self.source_config.get("bootstrap.servers"))
-        else:
-            log.debug("source client: %s", error.str())
 
     # ------------------------------------------------------------------ what it tells
     def caught_up(self) -> bool:

@@ -97,3 +97,34 @@ class OutageWatch:
         began, since = self.outages.pop(alias)
         log.warning("cluster '%s' answers again (it did not from %s, %.0f s)", alias, since,
                     time.monotonic() - began)
+
+
+class ClientErrors:
+    """What an error a client reports (librdkafka's error callback) means to the engine: a fatal one stops it
+    (`Faults`), every broker of a cluster down is an outage (`OutageWatch`), anything else is a debug line.
+
+    `source` and `target`: each cluster's (alias, bootstrap servers)."""
+
+    def __init__(self, faults: Faults, outages: OutageWatch, source: tuple[str, str | None],
+                 target: tuple[str, str | None]) -> None:
+        self.faults = faults
+        self.outages = outages
+        self.source = source
+        self.target = target
+
+    def on_target_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.faults.producer_failed(error, f"the target producer hit a fatal error (nothing after the last "
+                                               f"acknowledged record counts as copied): {error.str()}")
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.outages.began(*self.target)
+        else:
+            log.debug("target client: %s", error.str())
+
+    def on_source_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.faults.fatal = f"source consumer: {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.outages.began(*self.source)
+        else:
+            log.debug("source client: %s", error.str())

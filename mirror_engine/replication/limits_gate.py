@@ -25,13 +25,12 @@ from collections.abc import Callable
 from confluent_kafka import Message
 from confluent_kafka.admin import AdminClient
 
-from mirror_engine.kafka import CONFIG_BATCH, CONFIGS_IN_FLIGHT
+from mirror_engine.kafka import CONFIG_BATCH, CONFIGS_IN_FLIGHT, TopicPartitionKey
 from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.target_topics import TargetTopics, read_limits
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
-TopicPartitionKey = tuple[str, int]
 Limits = dict[str, tuple[int, bool]]  # target topic -> (max.message.bytes, LogAppendTime), as `read_limits` says
 
 # Records held at most while limits are read; past it, the copy waits for the next answer. A record held costs its

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror_engine.flow import engine_group_id, ensure_work_units, work_unit, work_units_topic
-from mirror_engine.kafka import group_description, hold_assignment, leave_group
+from mirror_engine.kafka import TopicPartitionKey, group_description, hold_assignment, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
@@ -25,8 +25,6 @@ from mirror_engine.replication.faults import EngineError, Faults
 from mirror_engine.replication.partition_state import PartitionState
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
 
 
 class Membership:

@@ -17,11 +17,10 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.replication.copy_contract import produce_when_room
 from mirror_engine.replication.faults import Faults
-
-TopicPartitionKey = tuple[str, int]
 
 # Callbacks of purged records: an aborted transaction or a fatal producer error, which says why itself.
 PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Message, TopicPartition
 
+from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.replication.copy_contract import fingerprint
 from mirror_engine.replication.offset_syncs import SyncOnDelta
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
-TopicPartitionKey = tuple[str, int]
 NOTHING = b""  # no record where one was expected: matches no fingerprint
 
 

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, Message, Producer
 
 from mirror_engine.flow import InternalTopics, PartitionProgress, progress_key, progress_value
+from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.mm2 import Heartbeat
 from mirror_engine.replication.copy_contract import produce_when_room, target_producer_settings
 from mirror_engine.replication.faults import EngineError, Faults
 from mirror_engine.replication.offset_syncs import PURGED, OffsetSyncWriter
 from mirror_engine.replication.partition_state import PartitionState
-
-TopicPartitionKey = tuple[str, int]
 
 
 @dataclass

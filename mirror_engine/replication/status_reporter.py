@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from mirror_engine.kafka import list_offsets
+from mirror_engine.kafka import TopicPartitionKey, list_offsets
 from mirror_engine.observe import STATUS_PARTITIONS, StatusServer, status_record, worst_first
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.clients import EngineClients
@@ -25,7 +25,6 @@ from mirror_engine.replication.partition_state import PartitionState
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
-TopicPartitionKey = tuple[str, int]
 LOG_PARTITIONS = 5  # partitions named at each log interval: the stopped, then the most behind
 # Partitions not fetched (the flow paused, a partition stopped) whose source end is asked at each status interval,
 # in turn: the status costs the source one small request an interval, whatever the partition count.

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_engine.kafka import (
     ClusterState,
+    TopicPartitionKey,
     at_once,
     describe_topic_configs,
     metadata_of,
@@ -24,8 +25,6 @@ from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.faults import EngineError
 
 log = logging.getLogger("mirror_engine.replication.engine")
-
-TopicPartitionKey = tuple[str, int]
 
 
 class TargetTopics:

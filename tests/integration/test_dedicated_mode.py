@@ -13,7 +13,8 @@ import yaml
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from mirror_engine import cli
-from mirror_engine.kafka import clusters, describe_topic_configs, topic_overrides
+from mirror_engine.kafka import describe_topic_configs, topic_overrides
+from mirror_engine.kafka.testing import clusters
 from mirror_engine.mm2 import import_mm2_properties
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.prepare import prepare_target
@@ -125,7 +126,7 @@ def test_refreshes_sync_the_configs_of_existing_topics_at_the_config_interval_on
     """A refresh that syncs configs reads every topic's configs on both clusters (at 1,000 topics about 66 MiB as
     the brokers answer, 0.6 s of the engine's CPU): the refreshes between two config syncs read none, and a changed
     config still reaches the target at the next one."""
-    from mirror_engine.replication import target_upkeep
+    from mirror_engine.replication.testing import target_upkeep
 
     source, target = kafka_pair
     topic = f"{unique_name}-every"

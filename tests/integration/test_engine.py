@@ -13,8 +13,8 @@ from mirror_engine.flow import InternalTopics, OffsetMap, load_progress
 from mirror_engine.kafka import read_to_end
 from mirror_engine.mm2 import Heartbeat, OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication import Replicator, copy_contract, record_producers
-from mirror_engine.replication.offset_syncs import OffsetSyncWriter
+from mirror_engine.replication import OffsetSyncWriter, Replicator
+from mirror_engine.replication.testing import copy_contract, record_producers
 from tests.integration.kafka_data import (
     produce,
     produce_transactions,

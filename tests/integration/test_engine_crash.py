@@ -197,8 +197,8 @@ def test_an_exactly_once_run_left_between_commits_is_continued_from_its_last_com
     by the next run's fence. With room for 500 records in the producer's queue, offset-syncs are held back at nearly
     every commit; the progress each commit stores must still reach every record it commits, or the next run, which
     goes on from the progress, copies the records past it twice."""
-    from mirror_engine.replication import Replicator, copy_contract
-    from mirror_engine.replication.delivery import Transactional
+    from mirror_engine.replication import Replicator
+    from mirror_engine.replication.testing import Transactional, copy_contract
 
     source, target = kafka_pair
     topic = f"{unique_name}-left"

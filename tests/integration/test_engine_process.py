@@ -120,7 +120,7 @@ class _PauseCountingConsumer(Consumer):
 
 def test_pause_resume_and_stop_through_the_control_topic(kafka_pair, unique_name, monkeypatch):
     from mirror_engine.flow import ControlChannel
-    from mirror_engine.replication import clients
+    from mirror_engine.replication.testing import clients
 
     source, target = kafka_pair
     topic = f"{unique_name}-pause"

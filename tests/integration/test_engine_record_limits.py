@@ -14,7 +14,8 @@ from confluent_kafka.admin import NewTopic
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.kafka import batch_size_alone
 from mirror_engine.observe import read_worker_statuses
-from mirror_engine.replication import Replicator, delivery, limits_gate
+from mirror_engine.replication import Replicator
+from mirror_engine.replication.testing import delivery, limits_gate
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 

@@ -19,7 +19,8 @@ from mirror_engine.flow import (
     load_progress,
     progress_key,
 )
-from mirror_engine.kafka import admin_client, internal_reader
+from mirror_engine.kafka import admin_client
+from mirror_engine.kafka.testing import internal_reader
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.observe import ReportStore, WorkerStatusFeed, read_worker_statuses, render_flow_status
 from tests.integration.plans import make_plan

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from mirror_engine.observe import MAX_REPORT_BYTES, ReportStore, bounded, reports
+from mirror_engine.observe import MAX_REPORT_BYTES, ReportStore, bounded
+from mirror_engine.observe.testing import reports
 from tests.integration.plans import make_plan
 
 pytestmark = [pytest.mark.integration]

@@ -19,13 +19,13 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-import mirror_engine.kafka.topics as topics_module
-import mirror_engine.replication.beside_the_copy as beside_the_copy
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import admin_client, list_offsets, wait_until_served
+from mirror_engine.kafka.testing import topics as topics_module
 from mirror_engine.prepare import prepare_target
 from mirror_engine.replication import FlowRun
+from mirror_engine.replication.testing import beside_the_copy
 from tests.integration.kafka_data import end_offsets
 from tests.integration.plans import create_topics, make_plan
 

@@ -18,13 +18,12 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-import mirror_engine.prepare.reading as target_reading
-import mirror_engine.replication.clients as engine_clients
-import mirror_engine.replication.status_reporter as status_reporter
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.kafka import admin_client, wait_until_served
+from mirror_engine.prepare.testing import reading as target_reading
 from mirror_engine.replication import Replicator
-from mirror_engine.replication.target_upkeep import TargetUpkeep
+from mirror_engine.replication.testing import TargetUpkeep, status_reporter
+from mirror_engine.replication.testing import clients as engine_clients
 from tests.integration.kafka_data import end_offsets
 from tests.integration.plans import create_topics, make_plan
 

@@ -13,10 +13,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafka_local.cluster import KafkaCluster
 from mirror_engine.flow import InternalTopics, ensure_internal_topics, progress_key
-from mirror_engine.flow import progress as stored_progress
+from mirror_engine.flow.testing import progress as stored_progress
 from mirror_engine.replication import Replicator
-from mirror_engine.replication.membership import WorkerGroup
-from mirror_engine.replication.target_upkeep import TargetUpkeep
+from mirror_engine.replication.testing import TargetUpkeep, WorkerGroup
 from tests.integration.kafka_data import produce, read_partition
 from tests.integration.plans import create_topics, make_plan
 

@@ -12,7 +12,7 @@ import mirror_engine.kafka
 from mirror_engine.flow import InternalTopics, PartitionProgress
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication import side_records
+from mirror_engine.replication.testing import side_records
 from spark_jobs import backfill
 from spark_jobs.backfill import PartitionBackfill
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mirror_engine.cutover.checkpoints import LOG_GROUPS, GroupSyncResult, log_round
+from mirror_engine.cutover.testing import LOG_GROUPS, GroupSyncResult, log_round
 
 
 def _lines(caplog, results, previous):

@@ -10,8 +10,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from mirror_engine.replication import PartitionState, RecordCopier
-from mirror_engine.replication.faults import FENCED_BY_ANOTHER, Faults
-from mirror_engine.replication.record_producers import RecordProducers
+from mirror_engine.replication.testing import FENCED_BY_ANOTHER, Faults, RecordProducers
 
 
 class _Producer:

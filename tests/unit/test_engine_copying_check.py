@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from mirror_engine.cutover.readiness import EngineCopying
+from mirror_engine.cutover.testing import EngineCopying
 from mirror_engine.observe import status_record
 from mirror_engine.plan import plan_from_dict
 

@@ -12,7 +12,7 @@ from mirror_engine.flow import ControlChanges, ControlChannel, OffsetMap
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import OffsetSyncWriter, PartitionState
-from mirror_engine.replication.faults import Faults
+from mirror_engine.replication.testing import Faults
 
 PLAN = {
     "name": "shop",

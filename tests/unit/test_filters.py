@@ -5,7 +5,7 @@ import time
 import pytest
 
 from mirror_engine.plan import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, NameFilter
-from mirror_engine.plan.filters import RememberedAnswers
+from mirror_engine.plan.testing import RememberedAnswers
 
 
 def test_include_all_accepts_any_name() -> None:

@@ -6,7 +6,8 @@ import os
 import signal
 
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication import RunSummary, flow_run, run_flow
+from mirror_engine.replication import RunSummary, run_flow
+from mirror_engine.replication.testing import flow_run
 
 PLAN = plan_from_dict({
     "name": "shop",

@@ -8,9 +8,8 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from mirror_engine.replication import limits_gate
-from mirror_engine.replication.limits_gate import LimitsGate
-from mirror_engine.replication.partition_state import FAR, PartitionState
+from mirror_engine.replication import PartitionState
+from mirror_engine.replication.testing import FAR, LimitsGate, limits_gate
 
 
 class Targets:

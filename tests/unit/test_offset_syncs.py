@@ -11,10 +11,8 @@ from confluent_kafka import KafkaError, Message
 from mirror_engine.flow import InternalTopics, PartitionProgress
 from mirror_engine.mm2 import OffsetSync
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication.delivery import Transactional
-from mirror_engine.replication.faults import Faults
-from mirror_engine.replication.partition_state import PartitionState
-from mirror_engine.replication.side_records import SideRecordWriter
+from mirror_engine.replication import PartitionState, SideRecordWriter
+from mirror_engine.replication.testing import Faults, Transactional
 
 PLAN = plan_from_dict({
     "name": "shop",

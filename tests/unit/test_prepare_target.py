@@ -7,7 +7,7 @@ import pytest
 
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.prepare import Action, ApplyResult, PreparePlan, managed_now, prepare_target
-from mirror_engine.prepare import sequence as sequence_module
+from mirror_engine.prepare.testing import sequence as sequence_module
 
 PLAN = plan_from_dict({
     "name": "shop",

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from mirror_engine.flow import PartitionProgress, progress_key, progress_value
-from mirror_engine.flow.progress import PROGRESS_NAME, parse_progress
+from mirror_engine.flow.testing import PROGRESS_NAME, parse_progress
 
 # Names a topic or cluster alias may carry, and some JSON must escape.
 NAMES = ["orders", "payments.v2-eu_1", 'a"quote', "back\\slash", "ümlaut", "snow\u2603man", "tab\tname"]

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirror_engine.replication.copy_contract import QUEUE_MAX_KBYTES, QUEUE_MAX_MESSAGES
-from mirror_engine.replication.record_producers import MOST_PRODUCERS, TOPICS_PER_PRODUCER, RecordProducers
+from mirror_engine.replication.testing import (
+    MOST_PRODUCERS,
+    QUEUE_MAX_KBYTES,
+    QUEUE_MAX_MESSAGES,
+    TOPICS_PER_PRODUCER,
+    RecordProducers,
+)
 
 
 class _Producer:

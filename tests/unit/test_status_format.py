@@ -52,7 +52,7 @@ def test_a_worker_is_live_until_silent_for_three_intervals_or_exited():
 
 
 def test_problems_name_the_worker_partition_and_reason(monkeypatch):
-    import mirror_engine.observe.status as status_module
+    from mirror_engine.observe.testing import status as status_module
 
     monkeypatch.setattr(status_module.time, "time", lambda: NOW_MS / 1000)
     statuses = [status("w1", [partition("a", 0, lag=5, failed="records 3..9 were deleted")]),

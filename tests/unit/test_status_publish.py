@@ -8,8 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication.faults import FENCED_BY_ANOTHER, Faults
-from mirror_engine.replication.status_reporter import StatusReporter
+from mirror_engine.replication.testing import FENCED_BY_ANOTHER, Faults, StatusReporter
 
 PLAN = plan_from_dict({"name": "p", "source": {"alias": "a", "bootstrap_servers": "127.0.0.1:1"},
                        "target": {"alias": "b", "bootstrap_servers": "127.0.0.1:2"}})

@@ -9,9 +9,8 @@ from types import SimpleNamespace
 
 from mirror_engine.observe import STATUS_PARTITIONS, assigned_partitions
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication.faults import Faults
-from mirror_engine.replication.partition_state import PartitionState
-from mirror_engine.replication.status_reporter import StatusReporter
+from mirror_engine.replication import PartitionState
+from mirror_engine.replication.testing import Faults, StatusReporter
 
 PLAN = plan_from_dict({"name": "p", "source": {"alias": "a", "bootstrap_servers": "127.0.0.1:1"},
                        "target": {"alias": "b", "bootstrap_servers": "127.0.0.1:2"}})
@@ -45,7 +44,7 @@ def _copy(state: PartitionState, records: int) -> None:
 
 
 def test_the_record_names_the_stopped_and_most_behind_first_and_the_http_status_every_partition(monkeypatch):
-    import mirror_engine.replication.status_reporter as status_reporter
+    from mirror_engine.replication.testing import status_reporter
 
     # The source's end of a stopped partition (not fetched) is asked at each interval.
     monkeypatch.setattr(status_reporter, "list_offsets", lambda _admin, tps, *_a, **_k: {(tp.topic, tp.partition): 100
@@ -80,7 +79,7 @@ def test_the_record_names_the_stopped_and_most_behind_first_and_the_http_status_
 
 
 def test_the_log_names_the_partitions_the_status_names_first(caplog, monkeypatch):
-    import mirror_engine.replication.status_reporter as status_reporter
+    from mirror_engine.replication.testing import status_reporter
 
     monkeypatch.setattr(status_reporter, "list_offsets", lambda _admin, tps, *_a, **_k: {(tp.topic, tp.partition): 100
                                                                                           for tp in tps})

@@ -12,9 +12,8 @@ import pytest
 
 from mirror_engine.kafka import ClusterState, TopicState
 from mirror_engine.plan import plan_from_dict
-from mirror_engine.replication.faults import EngineError
-from mirror_engine.replication.record_producers import TOPICS_PER_PRODUCER, RecordProducers
-from mirror_engine.replication.target_topics import TargetTopics
+from mirror_engine.replication import EngineError
+from mirror_engine.replication.testing import TOPICS_PER_PRODUCER, RecordProducers, TargetTopics
 
 PLAN = plan_from_dict({
     "name": "shop",

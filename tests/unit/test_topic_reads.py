@@ -16,15 +16,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigSource, OffsetSpec
 
-import mirror_engine.kafka.topics as topics_module
-from mirror_engine.kafka import describe_topic_configs, list_offsets, wait_until_served
-from mirror_engine.kafka.topics import (
-    CONFIG_BATCH,
-    CONFIGS_IN_FLIGHT,
-    CONFIGS_READ_BY_NAME,
-    LIST_OFFSETS_BATCH,
-    LIST_OFFSETS_IN_FLIGHT,
-)
+from mirror_engine.kafka import CONFIG_BATCH, CONFIGS_IN_FLIGHT, describe_topic_configs, list_offsets, wait_until_served
+from mirror_engine.kafka.testing import CONFIGS_READ_BY_NAME, LIST_OFFSETS_BATCH, LIST_OFFSETS_IN_FLIGHT
+from mirror_engine.kafka.testing import topics as topics_module
 
 
 def _entry(name: str, value: str, source: ConfigSource) -> SimpleNamespace:
