@@ -145,6 +145,9 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
         auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         max_active_runs=1,
         params=_params(plan),
+        # Templates render to the params' own types: a flag arrives a bool, a bound a number, an empty one None
+        # (`kafka_migration.params` reads them), not their text.
+        render_template_as_native_obj=True,
         tags=["kafka-migration"],
         default_args={"trigger_rule": "none_failed"},
         doc_md=DOC.format(name=name, source=plan.source.alias, target=plan.target.alias,

@@ -22,11 +22,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from mirror_engine.kafka import SHORT_FETCH_WAIT, TopicPartitionKey, assign_known, consume_available
-from mirror_engine.plan import MigrationPlan
+from mirror_engine.plan import FROM_PLAN, MigrationPlan
 
 __all__ = ["FROM_PLAN", "CatchUpBounds", "CatchUpGate", "LagSample", "TimeBehind", "Trend", "catch_up_sentence"]
 
-FROM_PLAN = "plan"  # an argument left to the plan's value (JSON-able, so a trigger can carry it)
 TREND_WINDOW_S = 10.0  # the shortest window the copy and write rates are measured over
 KEEPS_UP = 0.8  # the engine keeps up when it copies at least this share of what the source gets
 MAX_TIMED_PARTITIONS = 1000  # partitions whose oldest uncopied record is read, most behind first

@@ -17,13 +17,14 @@ from mirror_engine.plan.policy import (
 from mirror_engine.plan.principals import map_principal
 from mirror_engine.plan.regexes import RegexError, check_pattern, compile_any
 from mirror_engine.plan.schedules import schedule_problem
-from mirror_engine.plan.sections import MM2_CONFIG_EXCLUDES, EngineSpec
+from mirror_engine.plan.sections import FROM_PLAN, MM2_CONFIG_EXCLUDES, EngineSpec
 from mirror_engine.plan.times import aware_time
 
 __all__ = [
     "ALIAS_PATTERN",
     "DEFAULT_GROUP_EXCLUDES",
     "DEFAULT_TOPIC_EXCLUDES",
+    "FROM_PLAN",
     "HEARTBEATS_TOPIC",
     "MM2_CONFIG_EXCLUDES",
     "ClusterSpec",

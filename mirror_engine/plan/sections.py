@@ -186,6 +186,11 @@ class ValidationSpec(StrictModel):
     _schedule = field_validator("schedule")(check_schedule)
 
 
+# An argument left to the plan's value, where None means something of its own (max_lag_s: no time bound): a
+# JSON-able sentinel, so that a trigger's arguments can carry it.
+FROM_PLAN = "plan"
+
+
 class CutoverSpec(StrictModel):
     groups: list[str] = Field(default_factory=list)
     # The source topics whose producers a migration run switches unless its form says otherwise (empty: none).

@@ -17,11 +17,8 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_migration.hooks.plan import load_plan_or_fail
+from kafka_migration.params import flag
 from kafka_migration.stages import run_groups, skip_unless_selected
-
-
-def _asked(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
 
 
 class SwitchApprovalOperator(ApprovalOperator):
@@ -40,7 +37,7 @@ class SwitchApprovalOperator(ApprovalOperator):
 
     def execute(self, context: Any) -> Any:
         skip_unless_selected("switch_groups", context)
-        if not _asked(self.required):
+        if not flag(self.required):
             self.log.info("this run asks for no approval before the switch (approve_switch is off)")
             return {"approval": "not asked"}
         self.body = self._summary(context)

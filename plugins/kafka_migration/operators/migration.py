@@ -17,6 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_migration.cockpit.links import SwitchReportLink
 from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
+from kafka_migration.params import flag, seconds
 from kafka_migration.stages import run_groups, skip_unless_selected
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _fencing_problems(plan: Any, source: dict[str, str], params: dict[str, Any])
 
     groups = run_groups(params, plan)
     stages = params.get("stages")
-    if str(params.get("fence", plan.cutover.fence)).lower() != "true" or not groups or \
+    if not flag(params.get("fence", plan.cutover.fence)) or not groups or \
             (stages is not None and "switch_groups" not in stages):
         return []
     problem = fence_problem(admin_client(source), plan.source.alias, f"the run's groups ({', '.join(groups)})",
@@ -141,7 +142,7 @@ class PrepareTargetOperator(MigrationOperator):
             self.log.info("changes on the target:\n%s", render_actions(prepared.actions))
 
         hook = self.hook()
-        dry_run = str(self.dry_run).lower() == "true"
+        dry_run = flag(self.dry_run)
         preparation = prepare_target(
             hook.plan, *hook.client_configs(), dry_run=True, apply=not dry_run, on_planned=planned,
             on_checked=lambda result: self.log.info("dry-run: %s", render_result(result)),
@@ -216,12 +217,6 @@ class StopReplicationOperator(MigrationOperator):
         return {"stopped": True, "killed": killed}
 
 
-def seconds_or_none(value: float | str | None) -> float | None:
-    """A rendered template value in seconds; None (the plan's setting) for an empty or null one."""
-    text = "" if value is None else str(value).strip()
-    return None if text in ("", "None", "null") else float(text)
-
-
 class SwitchProducersOperator(MigrationOperator):
     """Switch one topic's producers once its sensor saw it idle on the source and fully copied: the engines
     stop copying it.
@@ -244,8 +239,8 @@ class SwitchProducersOperator(MigrationOperator):
         hook = self.hook()
         try:
             report = switch_producers(hook.plan, *hook.client_configs(), self.topic,
-                                      idle_s=seconds_or_none(self.idle_s),
-                                      timeout_s=seconds_or_none(self.wait_timeout_s))
+                                      idle_s=seconds(self.idle_s),
+                                      timeout_s=seconds(self.wait_timeout_s))
         except SwitchError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", report.render())

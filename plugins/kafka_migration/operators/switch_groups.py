@@ -20,8 +20,8 @@ from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
     MigrationOperator,
     group_asset,
-    seconds_or_none,
 )
+from kafka_migration.params import flag, seconds
 from kafka_migration.triggers.readiness import ReadinessTrigger
 
 # The task's name shown for a batch: its group when alone, else its first and last group and their count.
@@ -60,7 +60,7 @@ class SwitchGroupsOperator(MigrationOperator):
 
     def run(self, context: Any) -> dict:
         hook = self.hook()
-        timeout = seconds_or_none(self.wait_timeout_s) or hook.plan.cutover.wait_timeout_s
+        timeout = seconds(self.wait_timeout_s) or hook.plan.cutover.wait_timeout_s
         return self._switch(context, list(self.groups), time.time() + timeout,
                             {"switched": {}, "refused": {}, "skipped": {}})
 
@@ -83,7 +83,7 @@ class SwitchGroupsOperator(MigrationOperator):
         from mirror_engine.cutover import GroupBatch, GroupSwitchReport
 
         hook = self.hook()
-        fence = str(self.fence).lower() == "true"
+        fence = flag(self.fence)
 
         def switched(report: GroupSwitchReport) -> None:
             self.log.info("%s", report.render())

@@ -16,12 +16,10 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_migration.hooks.plan import MigrationPlanHook, load_plan_or_fail
+from kafka_migration.params import seconds, whole
 from kafka_migration.stages import skip_unless_selected
 from kafka_migration.triggers.readiness import ReadinessTrigger
-
-
-def _true(value: bool | str) -> bool:
-    return str(value).lower() == "true"
+from mirror_engine.plan import FROM_PLAN
 
 
 class ReadinessSensor(BaseSensorOperator):
@@ -118,12 +116,6 @@ class BackfillDoneSensor(ReadinessSensor):
         return "" if hook.plan.backfill.topics else "the plan names no backfill topics"
 
 
-def _optional(value: Any) -> str | None:
-    """A rendered template value; None for an empty or null one ("None" once rendered)."""
-    text = str(value).strip() if value is not None else ""
-    return None if text in ("", "None", "null") else text
-
-
 class ReplicationLagSensor(ReadinessSensor):
     """The catch-up gate (`mirror_engine.cutover.catch_up`): the lag at most `max_lag` records or `max_lag_s` seconds
     behind the source, held for the plan's settle period while the engine keeps up (lag 0 at once); each omitted
@@ -133,25 +125,24 @@ class ReplicationLagSensor(ReadinessSensor):
     check, stage = "lag_at_most", "catch_up"
     timeout_hint = "is an engine of the flow running (the replicate stage, or `mirror-engine worker`)?"
 
-    def __init__(self, *, max_lag: int | str | None = None, max_lag_s: float | str | None = "plan",
+    def __init__(self, *, max_lag: int | str | None = None, max_lag_s: float | str | None = FROM_PLAN,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_lag, self.max_lag_s = max_lag, max_lag_s
 
     def arguments(self) -> dict[str, Any]:
         arguments: dict[str, Any] = {}
-        if _optional(self.max_lag) is not None:
-            arguments["max_lag"] = int(float(str(self.max_lag)))
-        if self.max_lag_s != "plan":
-            seconds = _optional(self.max_lag_s)
-            arguments["max_lag_s"] = None if seconds is None else float(seconds)
+        if whole(self.max_lag) is not None:
+            arguments["max_lag"] = whole(self.max_lag)
+        if self.max_lag_s != FROM_PLAN:
+            arguments["max_lag_s"] = seconds(self.max_lag_s)
         return arguments
 
     def waits_for(self, hook: MigrationPlanHook) -> str:
         from mirror_engine.cutover import CatchUpBounds
 
         arguments = self.arguments()
-        bounds = CatchUpBounds.from_plan(hook.plan, arguments.get("max_lag"), arguments.get("max_lag_s", "plan"))
+        bounds = CatchUpBounds.from_plan(hook.plan, arguments.get("max_lag"), arguments.get("max_lag_s", FROM_PLAN))
         return f"the catch-up gate: {bounds.describe()}"
 
 
