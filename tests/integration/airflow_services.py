@@ -179,6 +179,13 @@ class AirflowServices:
 @contextmanager
 def browser_page(services: AirflowServices) -> Iterator[Any]:
     """A page of Debian's chromium, driven by playwright, logged in to the Airflow UI as `admin`."""
+    with logged_in_page(services.url, USER, PASSWORD) as page:
+        yield page
+
+
+@contextmanager
+def logged_in_page(url: str, user: str, password: str) -> Iterator[Any]:
+    """A page of Debian's chromium, driven by playwright, logged in to the Airflow UI at `url` as a person does."""
     from playwright.sync_api import sync_playwright
 
     REPORTS.mkdir(exist_ok=True)
@@ -187,9 +194,9 @@ def browser_page(services: AirflowServices) -> Iterator[Any]:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
             page.set_default_timeout(30_000)
-            page.goto(f"{services.url}/", wait_until="networkidle")
-            page.fill("input[name=username]", USER)
-            page.fill("input[name=password]", PASSWORD)
+            page.goto(f"{url}/", wait_until="networkidle")
+            page.fill("input[name=username]", user)
+            page.fill("input[name=password]", password)
             page.locator("button[type=submit]").click()
             page.get_by_role("button", name="Browse").wait_for()
             yield page

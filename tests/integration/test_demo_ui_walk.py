@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.integration.airflow_services import CHROMIUM, REPORTS
+from tests.integration.airflow_services import REPORTS, logged_in_page
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
@@ -75,8 +75,6 @@ def _wait(what: str, timeout_s: float, condition):
 
 
 def test_make_demo_ui_ends_green_from_the_form_through_the_approval_and_leaves_nothing_after_ctrl_c(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     REPORTS.mkdir(exist_ok=True)
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, str(ROOT / "demo" / "airflow_ui.py")], stdout=subprocess.PIPE,
@@ -98,80 +96,68 @@ def test_make_demo_ui_ends_green_from_the_form_through_the_approval_and_leaves_n
         assert _api(url, token, "/dags/kafka_migration__orders-to-new-dc")["is_paused"] is True
         assert _api(url, token, f"/dags/{DAG_ID}")["is_paused"] is False
 
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1400})
-                page.set_default_timeout(30_000)
-                page.goto(f"{url}/", wait_until="networkidle")
-                page.fill("input[name=username]", user)
-                page.fill("input[name=password]", password)
-                page.locator("button[type=submit]").click()
-                page.get_by_role("button", name="Browse").wait_for()
+        with logged_in_page(url, user, password) as page:
+            # The trigger form, with the approval asked for: the switch found by its name, as assistive tools do.
+            page.goto(f"{url}/dags/{DAG_ID}", wait_until="networkidle")
+            page.get_by_role("button", name="Trigger Dag").click()
+            dialog = page.get_by_role("dialog")
+            dialog.get_by_text("Run Parameters").wait_for()
+            approve = dialog.get_by_role("checkbox", name="Approve before the switch")
+            approve.locator("xpath=..").click()  # its switch, as a person clicks it
+            assert approve.is_checked()
+            page.screenshot(path=str(REPORTS / "demo-ui-trigger-form.png"), full_page=True)
+            dialog.get_by_role("button", name="Trigger", exact=True).click()
+            run_id = _wait("the form's run", 60, lambda: [
+                run["dag_run_id"] for run in _api(url, token, f"/dags/{DAG_ID}/dagRuns")["dag_runs"]])[0]
 
-                # The trigger form, with the approval asked for: the switch found by its name, as assistive tools do.
-                page.goto(f"{url}/dags/{DAG_ID}", wait_until="networkidle")
-                page.get_by_role("button", name="Trigger Dag").click()
-                dialog = page.get_by_role("dialog")
-                dialog.get_by_text("Run Parameters").wait_for()
-                approve = dialog.get_by_role("checkbox", name="Approve before the switch")
-                approve.locator("xpath=..").click()  # its switch, as a person clicks it
-                assert approve.is_checked()
-                page.screenshot(path=str(REPORTS / "demo-ui-trigger-form.png"), full_page=True)
-                dialog.get_by_role("button", name="Trigger", exact=True).click()
-                run_id = _wait("the form's run", 60, lambda: [
-                    run["dag_run_id"] for run in _api(url, token, f"/dags/{DAG_ID}/dagRuns")["dag_runs"]])[0]
-
-                def state_of(task_id: str) -> str:
-                    instances = _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=200")
-                    states = {ti["task_id"]: ti["state"] for ti in instances["task_instances"]}
-                    failed = [t for t, s in states.items() if s in ("failed", "upstream_failed")]
-                    assert not failed, f"failed before the approval: {failed}"
-                    return states.get(task_id) or ""
-
-                _wait("the approval asked", 600, lambda: state_of("approve.switch") == "awaiting_input")
-                detail = _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/approve.switch/-1/"
-                              "hitlDetails")
-                # Before anyone approves: what happens to each group, said.
-                assert "2 group(s) to switch: billing (" in detail["body"], detail["body"]
-                assert " ago" not in detail["body"], detail["body"]
-                time.sleep(8)  # as a person would, not within the second (apache/airflow#72716)
-                page.goto(f"{url}/required_actions", wait_until="networkidle")
-                page.get_by_role("link", name=re.compile(r"approve\.switch|^switch$")).first.click()
-                page.get_by_role("button", name="Approve").wait_for()
-                page.screenshot(path=str(REPORTS / "demo-ui-required-action.png"), full_page=True)
-                page.get_by_role("button", name="Approve").click()
-                # Answered: the page no longer offers the choice (Airflow's page keeps its buttons, disabled).
-                _wait("the approval taken", 60, lambda: page.get_by_role("button", name="Approve").is_disabled())
-                assert page.get_by_role("button", name="Reject").is_disabled()
-                page.screenshot(path=str(REPORTS / "demo-ui-approved.png"), full_page=True)
-
-                run = _wait("the run's end", 600, lambda: (lambda r: r if r["state"] in ("success", "failed")
-                                                           else None)(
-                    _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}")))
+            def state_of(task_id: str) -> str:
                 instances = _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=200")
                 states = {ti["task_id"]: ti["state"] for ti in instances["task_instances"]}
-                assert run["state"] == "success", states
-                assert states["switch_groups.switch"] == "success" and states["switch_producers.switch"] == "success"
+                failed = [t for t, s in states.items() if s in ("failed", "upstream_failed")]
+                assert not failed, f"failed before the approval: {failed}"
+                return states.get(task_id) or ""
 
-                # The cockpit, from the navigation's entry: both groups switched with their proofs.
-                page.goto(f"{url}/", wait_until="networkidle")
-                page.get_by_role("link", name="Migrations").first.click()
-                page.wait_for_url(re.compile(r"/plugin/migrations"))
-                cockpit = f"{url}/plugin/migrations/kafka-migrations/plans/demo/cutover"
-                page.goto(cockpit, wait_until="networkidle")
-                assert "/kafka-migrations/kafka-migrations/" not in page.url
-                frame = page.frame_locator("iframe")
-                main = frame.locator("main")
-                main.get_by_text("Group billing: switched").wait_for()
-                text = main.inner_text()
-                for group in ("billing", "shipping"):
-                    assert f"Group {group}: switched" in text, text
-                assert "NOT VERIFIED" not in text and re.search(r"Switch approved by admin", text), text
-                assert text.count("verified") >= 2, text
-                page.screenshot(path=str(REPORTS / "demo-ui-cutover.png"), full_page=True)
-            finally:
-                browser.close()
+            _wait("the approval asked", 600, lambda: state_of("approve.switch") == "awaiting_input")
+            detail = _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/approve.switch/-1/"
+                          "hitlDetails")
+            # Before anyone approves: what happens to each group, said.
+            assert "2 group(s) to switch: billing (" in detail["body"], detail["body"]
+            assert " ago" not in detail["body"], detail["body"]
+            time.sleep(8)  # as a person would, not within the second (apache/airflow#72716)
+            page.goto(f"{url}/required_actions", wait_until="networkidle")
+            page.get_by_role("link", name=re.compile(r"approve\.switch|^switch$")).first.click()
+            page.get_by_role("button", name="Approve").wait_for()
+            page.screenshot(path=str(REPORTS / "demo-ui-required-action.png"), full_page=True)
+            page.get_by_role("button", name="Approve").click()
+            # Answered: the page no longer offers the choice (Airflow's page keeps its buttons, disabled).
+            _wait("the approval taken", 60, lambda: page.get_by_role("button", name="Approve").is_disabled())
+            assert page.get_by_role("button", name="Reject").is_disabled()
+            page.screenshot(path=str(REPORTS / "demo-ui-approved.png"), full_page=True)
+
+            run = _wait("the run's end", 600, lambda: (lambda r: r if r["state"] in ("success", "failed")
+                                                       else None)(
+                _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}")))
+            instances = _api(url, token, f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=200")
+            states = {ti["task_id"]: ti["state"] for ti in instances["task_instances"]}
+            assert run["state"] == "success", states
+            assert states["switch_groups.switch"] == "success" and states["switch_producers.switch"] == "success"
+
+            # The cockpit, from the navigation's entry: both groups switched with their proofs.
+            page.goto(f"{url}/", wait_until="networkidle")
+            page.get_by_role("link", name="Migrations").first.click()
+            page.wait_for_url(re.compile(r"/plugin/migrations"))
+            cockpit = f"{url}/plugin/migrations/kafka-migrations/plans/demo/cutover"
+            page.goto(cockpit, wait_until="networkidle")
+            assert "/kafka-migrations/kafka-migrations/" not in page.url
+            frame = page.frame_locator("iframe")
+            main = frame.locator("main")
+            main.get_by_text("Group billing: switched").wait_for()
+            text = main.inner_text()
+            for group in ("billing", "shipping"):
+                assert f"Group {group}: switched" in text, text
+            assert "NOT VERIFIED" not in text and re.search(r"Switch approved by admin", text), text
+            assert text.count("verified") >= 2, text
+            page.screenshot(path=str(REPORTS / "demo-ui-cutover.png"), full_page=True)
 
         demo = _of_the_demo(tmp_path, psutil.Process(process.pid))
         assert len(demo) > 3, "Airflow and the clusters should be running under the demo"
