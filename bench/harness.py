@@ -1,20 +1,22 @@
-"""What the benchmarks share: plan files for a pair of local clusters, the engine as a child process, topics, the
-group coordinator's readiness, stopping clusters, and the tables they print. It imports no benchmark script, so
+"""What the benchmarks share: plan files for a pair of local clusters, the engine as a child process (and a command
+launched and stopped by signal), topics and their end offsets, the group coordinator's readiness, stopping clusters,
+and the tables they print. It imports no benchmark script, so
 the scripts import it and never each other in a circle."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from kafka_local.cluster import KafkaCluster
 from kafka_local.mm2 import ProcessUsage, exit_code, stop_process
@@ -116,3 +118,53 @@ def print_table(title: str, header: list[str], rows: list[list[str]], notes: Ite
                         for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
     for note in notes:
         print(f"  {note}")
+
+
+def launch(command: list[str], env: dict[str, str], cwd: Path, stderr: Path) -> tuple[subprocess.Popen[bytes], float]:
+    """Start a child (its output to `stderr`); the monotonic time just before the launch."""
+    env = {**env, "STARTUP_TRACE_LAUNCHED_AT": repr(time.time())}
+    started = time.monotonic()
+    with open(stderr, "wb") as out:
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    return process, started
+
+
+def stop(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+class EndOffsets:
+    """The sum of a topic's end offsets, asked with one client kept open."""
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self.admin = AdminClient({**cluster.client_config(), "log_level": 0})
+
+    def total(self, topic: str, partitions: int) -> int:
+        """0 while the topic does not exist or its partitions have no leader yet (just created)."""
+        if topic not in self.admin.list_topics(timeout=10).topics:
+            return 0
+        futures = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+                                          request_timeout=10)
+        try:
+            return sum(future.result().offset for future in futures.values())
+        except KafkaException:
+            return 0
+
+    def wait_beyond(self, topic: str, partitions: int, before: int, alive: Callable[[], bool],
+                    timeout_s: float = 120.0) -> float:
+        """Poll until the topic holds more than `before` records; the monotonic time it was seen."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.total(topic, partitions) > before:
+                return time.monotonic()
+            if not alive():
+                raise RuntimeError("the engine exited before copying a record")
+            time.sleep(0.01)
+        raise TimeoutError(f"nothing new reached {topic} on the target within {timeout_s:.0f} s")

@@ -52,14 +52,21 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
-from harness import create_topics, print_table, stop_clusters, wait_for_group_coordinator, write_plan
+from confluent_kafka import Consumer, Producer
+from harness import (
+    EndOffsets,
+    create_topics,
+    launch,
+    print_table,
+    stop,
+    stop_clusters,
+    wait_for_group_coordinator,
+    write_plan,
+)
 from scale_figures import Code
 
 from kafka_local.cluster import KafkaCluster, start_pair
@@ -69,6 +76,9 @@ BENCH = ROOT / "bench"
 ENGINE_COMMAND = str(Path(sys.executable).parent / "mirror-engine")
 TRACER = str(BENCH / "startup_trace.py")
 BYTECODE_STATES = ("cached", "none")
+# What `run` and `switch-group` import, in both layouts the code has had (those a version lacks are left out).
+WARMED_MODULES = ("cli", "replication.engine", "cutover.group_switch", "prepare.sequence", "engine", "switch",
+                  "prepare")
 
 log = logging.getLogger("startup_and_switch")
 
@@ -80,14 +90,22 @@ class Bytecode:
 
     def __init__(self, workdir: Path, codes: list[Code]) -> None:
         self.prefixes = {state: workdir / f"pycache-{state}" for state in BYTECODE_STATES}
-        warm = ("import mirror_engine.cli, mirror_engine.replication.engine, mirror_engine.cutover.group_switch, "
-                "mirror_engine.prepare.sequence")
         for code in codes:
-            subprocess.run([sys.executable, "-c", warm], check=True, cwd=workdir,
+            subprocess.run([sys.executable, "-c", self._warm(code)], check=True, cwd=workdir,
                            env=self._env(code, self.prefixes["cached"], write=True))
         stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
         shutil.copytree(self.prefixes["cached"] / stdlib.relative_to("/"),
                         self.prefixes["none"] / stdlib.relative_to("/"))
+
+    @staticmethod
+    def _warm(code: Code) -> str:
+        """The import of the modules the commands use, in the layout `code` has (the package layout since 2026-11,
+        or the flat one before it): a module the version lacks is not imported from this checkout instead."""
+        root = (code.path or ROOT) / "mirror_engine"
+        modules = [name for name in WARMED_MODULES
+                   if (root / name.replace(".", "/")).with_suffix(".py").is_file()
+                   or (root / name.replace(".", "/") / "__init__.py").is_file()]
+        return "import " + ", ".join(f"mirror_engine.{name}" for name in modules)
 
     def env(self, code: Code, state: str) -> dict[str, str]:
         return self._env(code, self.prefixes[state], write=False)
@@ -103,26 +121,6 @@ class Bytecode:
         if code.path is not None:
             env["PYTHONPATH"] = str(code.path)
         return env
-
-
-def launch(command: list[str], env: dict[str, str], cwd: Path, stderr: Path) -> tuple[subprocess.Popen[bytes], float]:
-    """Start a child (its output to `stderr`); the monotonic time just before the launch."""
-    env = {**env, "STARTUP_TRACE_LAUNCHED_AT": repr(time.time())}
-    started = time.monotonic()
-    with open(stderr, "wb") as out:
-        process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    return process, started
-
-
-def stop(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return process.wait()
 
 
 def parse_trace(path: Path) -> list[tuple[float, float, str]]:
@@ -181,36 +179,6 @@ def write_records(cluster: KafkaCluster, topic: str, count: int, partitions: int
             producer.poll(0)
     if producer.flush(60):
         raise RuntimeError(f"records for {topic} were not acknowledged within 60 s")
-
-
-class EndOffsets:
-    """The sum of a topic's end offsets, asked with one client kept open."""
-
-    def __init__(self, cluster: KafkaCluster) -> None:
-        self.admin = AdminClient({**cluster.client_config(), "log_level": 0})
-
-    def total(self, topic: str, partitions: int) -> int:
-        """0 while the topic does not exist or its partitions have no leader yet (just created)."""
-        if topic not in self.admin.list_topics(timeout=10).topics:
-            return 0
-        futures = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
-                                          request_timeout=10)
-        try:
-            return sum(future.result().offset for future in futures.values())
-        except KafkaException:
-            return 0
-
-    def wait_beyond(self, topic: str, partitions: int, before: int, alive: Callable[[], bool],
-                    timeout_s: float = 120.0) -> float:
-        """Poll until the topic holds more than `before` records; the monotonic time it was seen."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.total(topic, partitions) > before:
-                return time.monotonic()
-            if not alive():
-                raise RuntimeError("the engine exited before copying a record")
-            time.sleep(0.01)
-        raise TimeoutError(f"nothing new reached {topic} on the target within {timeout_s:.0f} s")
 
 
 class LiveProducer(threading.Thread):

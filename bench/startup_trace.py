@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 LAUNCHED_AT = float(os.environ.get("STARTUP_TRACE_LAUNCHED_AT") or time.time())
@@ -109,9 +110,22 @@ def _wrap(function: Callable[..., Any], step: str, sink: Sink) -> Callable[..., 
     return timed
 
 
+def in_this_version(module_name: str) -> bool:
+    """Whether the `mirror_engine` being traced has this module. Asked before importing one: a module missing from
+    an older version's folder would else be imported from this checkout (the project's editable install finds it)
+    and mix two versions in one process."""
+    import mirror_engine
+
+    relative = Path(*module_name.split(".")[1:])
+    return any((Path(folder) / relative).with_suffix(".py").is_file()
+               or (Path(folder) / relative / "__init__.py").is_file() for folder in mirror_engine.__path__)
+
+
 def install(steps: list[tuple[str, str, str]], sink: Sink = mark) -> None:
     """Wrap each step's function so that every call reports to `sink` when it returns."""
     for module_name, path, step in steps:
+        if not in_this_version(module_name):
+            continue
         try:
             owner: Any = importlib.import_module(module_name)
             *parents, name = path.split(".")
@@ -128,10 +142,10 @@ def install(steps: list[tuple[str, str, str]], sink: Sink = mark) -> None:
 
 def mark_first_copy(sink: Sink = mark) -> None:
     """One mark when the engine first hands consumed records to its copier."""
-    try:
-        from mirror_engine.replication import RecordCopier
-    except ImportError:
+    if not in_this_version("mirror_engine.replication"):
         return
+    from mirror_engine.replication import RecordCopier
+
     copy = RecordCopier.copy
     seen: list[bool] = []
 
@@ -149,10 +163,10 @@ def mark_first_copy(sink: Sink = mark) -> None:
 def mark_first_acknowledged(sink: Sink = mark) -> None:
     """One mark when the target first acknowledges a copied record (the time between the two marks is the
     producers' own start: their connections, ids and the target topics' metadata)."""
-    try:
-        from mirror_engine.replication import PartitionState
-    except ImportError:
+    if not in_this_version("mirror_engine.replication"):
         return
+    from mirror_engine.replication import PartitionState
+
     callback = PartitionState.callback
     seen: list[bool] = []
 
@@ -177,9 +191,10 @@ def main() -> int:
     cli = importlib.import_module("mirror_engine.cli")
     mark("import mirror_engine.cli", began)
     began = time.time()
-    command_module = ("mirror_engine.cutover.group_switch" if "switch-group" in sys.argv
-                      else "mirror_engine.replication.engine")
-    importlib.import_module(command_module)
+    switch = "switch-group" in sys.argv
+    candidates = (["mirror_engine.cutover.group_switch", "mirror_engine.switch"] if switch
+                  else ["mirror_engine.replication.engine", "mirror_engine.engine"])
+    importlib.import_module(next(name for name in candidates if in_this_version(name)))
     mark("import the command's modules", began)
     install(STEPS)
     mark_first_copy()
