@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafka_local.cluster_model import STARTUP_TIMEOUT_S, ClusterStartError, KafkaCluster, free_port, server_properties
-from kafka_local.java import java_command, launch_broker, tail
+from kafka_local.java import java_command, launch_broker, log_excerpt
 from kafka_local.nodes import BrokerNode
 
 
@@ -91,7 +91,7 @@ def _wait_for_brokers(cluster: KafkaCluster, launched: list[tuple[BrokerNode, su
         for node, process in launched:
             if process.poll() is not None:
                 raise ClusterStartError(f"cluster {cluster.name} node {node.node_id}: broker exited with "
-                                        f"{process.returncode}:\n{tail(node.log_file)}")
+                                        f"{process.returncode}:\n{log_excerpt(node.log_file)}")
         try:
             seen = len(admin.list_topics(timeout=1.0).brokers)
         except Exception:  # KafkaException while a broker is still starting
@@ -99,6 +99,6 @@ def _wait_for_brokers(cluster: KafkaCluster, launched: list[tuple[BrokerNode, su
         if seen >= expected:
             return
         time.sleep(0.3)
-    tails = "\n".join(f"node {node.node_id}:\n{tail(node.log_file, 15)}" for node in cluster.brokers)
+    tails = "\n".join(f"node {node.node_id}:\n{log_excerpt(node.log_file, 15)}" for node in cluster.brokers)
     raise ClusterStartError(f"cluster {cluster.name}: {seen} of {expected} brokers registered after "
                             f"{STARTUP_TIMEOUT_S:.0f} s:\n{tails}")

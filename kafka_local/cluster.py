@@ -27,7 +27,7 @@ from kafka_local.cluster_model import (
     free_port,
     server_properties,
 )
-from kafka_local.java import java_command, launch_broker, tail
+from kafka_local.java import java_command, launch_broker, log_excerpt
 from kafka_local.maven import kafka_jar_set, resolve
 from kafka_local.nodes import process_running
 from kafka_local.tls import TLS_KINDS, make_tls_files
@@ -166,7 +166,7 @@ def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes])
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ClusterStartError(
-                f"cluster {cluster.name}: broker exited with {process.returncode}:\n{tail(cluster.log_file)}"
+                f"cluster {cluster.name}: broker exited with {process.returncode}:\n{log_excerpt(cluster.log_file)}"
             )
         try:
             metadata = admin.list_topics(timeout=1.0)
@@ -177,7 +177,7 @@ def _wait_until_serving(cluster: KafkaCluster, process: subprocess.Popen[bytes])
     cluster.stop()
     raise ClusterStartError(
         f"cluster {cluster.name}: not serving on {cluster.bootstrap} after {STARTUP_TIMEOUT_S:.0f} s:\n"
-        f"{tail(cluster.log_file)}"
+        f"{log_excerpt(cluster.log_file)}"
     )
 
 

@@ -40,7 +40,7 @@ STARTUP_TIMEOUT_S = 90.0
 
 
 class ClusterStartError(RuntimeError):
-    """A broker did not come up; the message carries the tail of its log."""
+    """A broker did not come up; the message carries its log's errors and tail."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The JVMs of a local cluster: the command line of a Kafka tool or broker, launching a broker, the tail of its log.
+"""The JVMs of a local cluster: the command line of a Kafka tool or broker, launching a broker, its log's errors.
 
 Below both kafka_local.cluster (node 1) and kafka_local.brokers (nodes 2..N), which start brokers the same way.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kafka_local.maven import classpath
 
-__all__ = ["java_command", "launch_broker", "tail"]
+__all__ = ["java_command", "launch_broker", "log_excerpt"]
 
 
 def java_command(lib: Path, main_class: str, *args: str, tool: bool, home: Path,
@@ -43,8 +43,16 @@ def launch_broker(lib: Path, home: Path, log_file: Path, oauth_issuer: str = "")
         )
 
 
-def tail(path: Path, lines: int = 40) -> str:
+def log_excerpt(path: Path, lines: int = 40) -> str:
+    """The log's last `lines` lines, then its first error lines before them.
+
+    A broker that fails at start-up logs its cause once and then well over 40 lines of shutting down, so the
+    tail alone hides the cause (and with it "Address already in use", which the start retries on). The cause
+    comes last, where a reader of a traceback, or of its tail, looks."""
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        all_lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
+    last = all_lines[-lines:]
+    causes = [line for line in all_lines[:-lines] if " ERROR " in line or " FATAL " in line][:5]
+    return "\n".join([*last, "first errors of the log:", *causes] if causes else last)

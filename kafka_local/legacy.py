@@ -33,7 +33,7 @@ from kafka_local.cluster_model import (
     free_port,
     jaas_plain,
 )
-from kafka_local.java import tail
+from kafka_local.java import log_excerpt
 from kafka_local.maven import Artifact, JarSet, classpath, resolve
 from kafka_local.nodes import reap
 
@@ -217,7 +217,8 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log_file: Path, 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             reap(process.pid)
-            raise ClusterStartError(f"cluster {name}: ZooKeeper exited with {process.returncode}:\n{tail(log_file)}")
+            raise ClusterStartError(
+                f"cluster {name}: ZooKeeper exited with {process.returncode}:\n{log_excerpt(log_file)}")
         with socket.socket() as probe:
             probe.settimeout(0.5)
             if probe.connect_ex(("127.0.0.1", port)) == 0:

@@ -26,6 +26,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_local.cluster import SECURED_USERS, SUPER_USER, KafkaCluster
+from kafka_local.java import log_excerpt
 from kafka_local.maven import classpath, kafka_jar_set, resolve
 from kafka_local.tls import java_tls_settings
 
@@ -183,11 +184,8 @@ class MirrorMakerProcess:
     def is_running(self) -> bool:
         return self.usage is None and exit_code(self.process) is None
 
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+    def log_tail(self, lines: int = 40) -> str:  # its errors, then its last lines
+        return log_excerpt(self.log_file, lines)
 
     def check_alive(self) -> None:
         if not self.is_running():

@@ -434,7 +434,9 @@ def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployme
         # The switch task's extra link opens the cutover page inside the Airflow UI, fitting its frame at 1440 px.
         page.set_viewport_size({"width": 1440, "height": 1000})
         page.goto(services.url + switch_link, wait_until="networkidle")
-        assert page.get_by_role("button", name="Browse").count() == 1  # Airflow's own navigation is there
+        # Airflow's own navigation is there (rendered by its app after the page's requests settle, hence a wait;
+        # a second match would fail the wait as well: playwright's locators are strict).
+        page.get_by_role("button", name="Browse").wait_for()
         frame = page.frame_locator("iframe").first
         frame.locator("h1", has_text=f"Cutover of {plan}").wait_for()
         fits = frame.locator("html").evaluate("el => el.scrollWidth <= el.clientWidth")
