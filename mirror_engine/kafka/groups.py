@@ -15,6 +15,7 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
@@ -96,6 +97,22 @@ def _retrying(call: Callable[[], T], timeout_s: float) -> T:
             if error.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() > deadline:
                 raise
             time.sleep(0.3)
+
+
+# Where a cluster keeps its groups; its first FindCoordinator creates it.
+GROUPS_TOPIC = "__consumer_offsets"
+
+
+def holds_no_groups(admin: AdminClient, timeout_s: float) -> bool:
+    """True when the cluster has never held a group: it has no offsets topic. Asked without creating it (a metadata
+    request that does not create topics): describing a group on such a cluster creates it and waits for its
+    coordinator to load it, 10 s on a fresh local broker, and a first migration's target is often that fresh. Any
+    other answer (a principal without DESCRIBE on the topic, say) is False: the caller asks the group itself."""
+    try:
+        admin.describe_topics(TopicCollection([GROUPS_TOPIC]), request_timeout=timeout_s)[GROUPS_TOPIC].result()
+    except KafkaException as error:
+        return error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    return False
 
 
 def group_description(admin: AdminClient, group: str, timeout_s: float) -> Any:

@@ -106,9 +106,11 @@ def _ask_until_answered(ask: Callable[[list[Asked]], dict[Asked, KafkaException]
                         ) -> None:
     """`ask(items)`, then `ask` again with only those it returned as briefly refused (with the refusal), until none
     is; past `timeout_s`, the first refusal is raised. The looks come soon, then less often: a leader just elected or
-    a topic just created is known within a few hundred milliseconds on most clusters."""
+    a topic just created is known within a few hundred milliseconds on most clusters (a topic created on a local
+    broker answered ListOffsets 60 to 180 ms later; looks 50 ms apart, then 100, found it ready 180 ms after, looks
+    from 10 ms on 120 ms after)."""
     deadline = time.monotonic() + timeout_s
-    backoff = 0.05
+    backoff = 0.01
     asking = list(items)
     while refused := ask(asking):
         if time.monotonic() > deadline:

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror_engine.flow import engine_group_id, ensure_work_units, work_unit, work_units_topic
-from mirror_engine.kafka import TopicPartitionKey, group_description, hold_assignment, leave_group
+from mirror_engine.kafka import TopicPartitionKey, group_description, hold_assignment, holds_no_groups, leave_group
 from mirror_engine.plan import MigrationPlan
 from mirror_engine.replication.assigner import PartitionAssigner
 from mirror_engine.replication.clients import EngineClients
@@ -132,6 +132,8 @@ class SingleProcess(Membership):
     def check_no_other_kind_runs(self) -> None:
         """Beside workers of the same flow, a single engine would copy their partitions twice."""
         group = engine_group_id(self.plan)
+        if holds_no_groups(self.clients.target_admin, 10):  # so no workers either
+            return
         try:
             description = group_description(self.clients.target_admin, group, 10)
         except KafkaException as error:  # no DESCRIBE on the group: nothing to learn here
