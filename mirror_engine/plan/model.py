@@ -35,7 +35,6 @@ from mirror_engine.plan.sections import (
     SyncSpec,
     ValidationSpec,
 )
-from mirror_engine.plan.yaml_file import PlanFileProblem, read_plan_yaml
 from mirror_engine.security import remember_secrets, without_credential_debug
 
 
@@ -160,6 +159,9 @@ def plan_from_dict(data: Any, source: str = "<dict>") -> MigrationPlan:
 def load_plan(path: str | Path) -> MigrationPlan:
     """Read and validate a YAML plan; raise PlanError listing every problem (a file that cannot be read as
     a plan, safely and within a second, gives the one `(file)` problem that says why)."""
+    # Imported here: a plan built from an MM2 file (`mirror_engine.mm2`) reads no YAML, and its start skips PyYAML.
+    from mirror_engine.plan.yaml_file import PlanFileProblem, read_plan_yaml
+
     path = Path(path)
     try:
         data = read_plan_yaml(path)

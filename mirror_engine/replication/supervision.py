@@ -20,8 +20,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:  # imported where used: `run` never supervises, and its start should not pay for psutil
+    import psutil
 
 __all__ = ["DetachedWorker", "EngineIdentity", "SupervisionError", "find_engine", "start_detached", "stop_engine"]
 
@@ -61,6 +63,8 @@ def _read(state_file: Path) -> EngineIdentity | None:
 
 def _matching(identity: EngineIdentity) -> psutil.Process | None:
     """The live process with this identity, or None (gone, a zombie, or the pid now belongs to another process)."""
+    import psutil
+
     try:
         process = psutil.Process(identity.pid)
         if process.create_time() == identity.create_time and process.cmdline() == identity.cmdline \
@@ -96,6 +100,8 @@ def start_detached(command: Sequence[str], env: Mapping[str, str], log_file: Pat
     """Start `command` detached (its own session, stdin from /dev/null, output to `log_file`, no descriptor of
     this process), record its identity in `state_file`, and return it once it has run `settle_s` without exiting.
     """
+    import psutil
+
     with log_file.open("a") as log:
         process = subprocess.Popen(list(command), env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                    close_fds=True, start_new_session=True)
@@ -121,6 +127,8 @@ def stop_engine(state_file: Path, timeout_s: float = 120.0,
 
     Raises SupervisionError, with a sentence, when no engine is recorded here, when the recorded one no longer
     runs (its pid may belong to another process now, which is left alone), or when it runs on another host."""
+    import psutil
+
     identity = _read(state_file)
     if identity is None:
         raise SupervisionError(
