@@ -5,6 +5,7 @@ the scripts import it and never each other in a circle."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -156,6 +157,20 @@ class EndOffsets:
             return sum(future.result().offset for future in futures.values())
         except KafkaException:
             return 0
+
+    def total_of(self, topics: list[str], partitions: int) -> int:
+        """The sum over `topics` (each of `partitions` partitions) in one request; a topic not there yet, or a
+        partition without a leader yet, counts 0."""
+        listed = self.admin.list_topics(timeout=10).topics
+        asked = {TopicPartition(topic, p): OffsetSpec.latest() for topic in topics if topic in listed
+                 for p in range(partitions)}
+        if not asked:
+            return 0
+        total = 0
+        for future in self.admin.list_offsets(asked, request_timeout=10).values():
+            with contextlib.suppress(KafkaException):
+                total += future.result().offset
+        return total
 
     def wait_beyond(self, topic: str, partitions: int, before: int, alive: Callable[[], bool],
                     timeout_s: float = 120.0) -> float:

@@ -405,7 +405,8 @@ def measure(shape: Shape, code: Code, source: KafkaCluster, target: KafkaCluster
     data = {"name": f"{prefix}-{code.label}", "source": cluster_section(code.label, source),
             "target": cluster_section("tgt", target), "replication_policy": {"type": "default"},
             "topics": {"include": [rf"{prefix}\..*"]}, "groups": {"include": [f"{prefix}-g.*"]},
-            "engine": {"run_checkpoints": True}}
+            # An earlier version without the field checkpoints nothing; its first record and copy still compare.
+            "engine": {"run_checkpoints": True} if code.knows_plan_field("run_checkpoints") else {}}
     prefix = f"{prefix}-{code.label}"  # of the files
     plan_file = workdir / f"{prefix}.yaml"
     plan_file.write_text(yaml.safe_dump(data))

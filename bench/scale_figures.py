@@ -77,6 +77,11 @@ class Code:
         folders = [(self.path or ROOT) / "mirror_engine", ROOT / "kafka_local"]
         subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, folders)], check=True)
 
+    def knows_plan_field(self, name: str) -> bool:
+        """Whether its plan model has a field of this name (an earlier version refuses a plan naming one it lacks)."""
+        package = (self.path or ROOT) / "mirror_engine"
+        return any(f"{name}:" in module.read_text() for module in package.rglob("*.py"))
+
     def env(self) -> dict[str, str]:
         """The environment of its processes (which run in the work folder: the current one would come first)."""
         first = [str(self.path or ROOT), str(ROOT)]
