@@ -36,6 +36,23 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
     return load_plan(args.plan)
 
 
+def load_plans_argument(args: argparse.Namespace) -> list[MigrationPlan]:
+    """The plan of --plan, or of --mm2-config's --flow; without --flow, one for every flow the MM2 file enables
+    (a file that enables several: active/active, hubs), as MM2's dedicated mode runs them all."""
+    if not args.mm2_config or args.flow:
+        return [load_plan_argument(args)]
+    from mirror_engine.mm2 import Mm2PlanError, read_mm2_flows
+
+    try:
+        imports = read_mm2_flows(args.mm2_config)
+    except Mm2PlanError as error:
+        _print_warnings(args, error.warnings)
+        raise
+    if len(imports) == 1:
+        _print_warnings(args, imports[0].warnings)
+    return [imported.plan for imported in imports]
+
+
 def _print_warnings(args: argparse.Namespace, warnings: tuple[str, ...]) -> None:
     for warning in warnings:
         print(f"warning: {printable(_in_file(args, redact(warning)))}", file=sys.stderr)
@@ -124,10 +141,14 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    """The flow's copy and what runs beside it, as MM2's dedicated mode (`run_flow`); SIGTERM stops it cleanly."""
+    """The flow's copy and what runs beside it, as MM2's dedicated mode (`run_flow`); SIGTERM stops it cleanly. An MM2
+    file of several enabled flows, without --flow: each flow in a process of its own (`_run_flow_set`)."""
     from mirror_engine.replication import EngineError, default_worker_id, run_flow
 
-    plan = load_plan_argument(args)
+    plans = load_plans_argument(args)
+    if len(plans) > 1:
+        return _run_flow_set(args, [f"{plan.source.alias}->{plan.target.alias}" for plan in plans])
+    plan = plans[0]
     overrides = {name: value for name, value in (("status_port", args.status_port), ("status_host", args.status_host))
                  if value is not None}
     if overrides:
@@ -143,6 +164,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(json.dumps({"records": summary.records, "seconds": round(summary.seconds, 1),
                       "failed_partitions": summary.failed_partitions}))
     return 0 if summary.ok else 1
+
+
+def _run_flow_set(args: argparse.Namespace, flows: list[str]) -> int:
+    """`run` (or `worker`) of each flow, in a child process each, until every one has ended; 0 if all ended well."""
+    from mirror_engine.replication import FlowSetRun
+
+    if args.status_port not in (None, 0):
+        print(f"error: {args.mm2_config}: --status-port {args.status_port}: {len(flows)} flows cannot share one port; "
+              "leave it out (each flow serves on a free port, named in its log) or run each flow with --flow",
+              file=sys.stderr)
+        return 2
+    options = [*(["--log-level", args.log_level] if args.log_level else []), *(["-v"] if args.verbose else [])]
+    command_options = [
+        *(["--max-seconds", str(args.max_seconds)] if args.max_seconds is not None else []),
+        *(["--until-caught-up"] if args.until_caught_up else []),
+        *(["--status-host", args.status_host] if args.status_host else []),
+        *(["--worker-id", args.worker_id] if args.command == "worker" and args.worker_id else []),
+    ]
+
+    def command_of(flow: str) -> list[str]:
+        return [sys.executable, "-m", "mirror_engine.cli", *options, args.command, "--mm2-config", args.mm2_config,
+                "--flow", flow, *command_options]
+
+    statuses = FlowSetRun(flows, command_of).run()
+    return 0 if all(code == 0 for code in statuses.values()) else 1
 
 
 def _cmd_latency(args: argparse.Namespace) -> int:
@@ -256,23 +302,28 @@ def _cmd_flows(args: argparse.Namespace) -> int:
 def _cmd_status(args: argparse.Namespace) -> int:
     from mirror_engine.observe import flow_problems, read_worker_statuses, render_flow_status, replication_lag
 
-    plan = load_plan_argument(args)
-    source_config, target_config = _reachable(plan)
-    statuses = read_worker_statuses(plan, target_config, window_s=args.window)
-    if args.json:
-        lag = replication_lag(plan, source_config, target_config)
-        print(json.dumps({"workers": statuses, "stored_lag": {f"{t}[{p}]": n for (t, p), n in sorted(lag.items())}}))
-    else:
-        print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}'")
-        print(render_flow_status(statuses))
-    return 1 if flow_problems(statuses) else 0
+    problems = False
+    for plan in load_plans_argument(args):  # an MM2 file's every enabled flow, without --flow
+        source_config, target_config = _reachable(plan)
+        statuses = read_worker_statuses(plan, target_config, window_s=args.window)
+        if args.json:
+            lag = replication_lag(plan, source_config, target_config)
+            print(json.dumps({"flow": f"{plan.source.alias}->{plan.target.alias}", "plan": plan.name,
+                              "workers": statuses,
+                              "stored_lag": {f"{t}[{p}]": n for (t, p), n in sorted(lag.items())}}))
+        else:
+            print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}'")
+            print(render_flow_status(statuses))
+        problems = problems or bool(flow_problems(statuses))
+    return 1 if problems else 0
 
 
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", help="a migration plan (YAML)")
     source.add_argument("--mm2-config", help="a MirrorMaker 2 properties file")
-    parser.add_argument("--flow", help="with --mm2-config: the flow to run, as source->target")
+    parser.add_argument("--flow", help="with --mm2-config: the flow to act on, as source->target (`run`, `worker` "
+                                       "and `status` without it: every flow the file enables)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
 
 

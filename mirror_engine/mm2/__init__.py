@@ -7,11 +7,13 @@ from mirror_engine.mm2.properties import PropertiesError, load_properties, parse
 from mirror_engine.mm2.reader import (
     Mm2Import,
     Mm2PlanError,
+    import_mm2_flows,
     import_mm2_properties,
     load_mm2_config,
     parse_properties,
     plan_from_mm2_properties,
     read_mm2_config,
+    read_mm2_flows,
 )
 from mirror_engine.mm2.settings import CONNECTOR, SECURITY
 
@@ -27,6 +29,7 @@ __all__ = [
     "Mm2PlanError",
     "OffsetSync",
     "PropertiesError",
+    "import_mm2_flows",
     "import_mm2_properties",
     "load_mm2_config",
     "load_properties",
@@ -34,4 +37,5 @@ __all__ = [
     "parse_properties_text",
     "plan_from_mm2_properties",
     "read_mm2_config",
+    "read_mm2_flows",
 ]

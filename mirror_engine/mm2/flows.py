@@ -1,5 +1,5 @@
-"""Which replication flow of a MirrorMaker 2 file becomes the plan: the one asked for (`--flow a->b`), else the
-one the file enables; and the plan's name for it."""
+"""Which replication flows of a MirrorMaker 2 file become plans: those it enables (`run` runs them all), or the one
+asked for (`--flow a->b`); and the plan's name for each."""
 
 from __future__ import annotations
 
@@ -13,6 +13,16 @@ def plan_name(source: str, target: str) -> str:
     name = re.sub(r"[^A-Za-z0-9_\-]", "-", f"{source}-to-{target}")
     name = re.sub(r"^[^A-Za-z0-9]+", "", name)[:100]
     return name or "mm2-flow"
+
+
+def _flow_switches(keys: dict[str, KeyInfo]) -> list[str]:
+    return [key for key, info in keys.items()
+            if info.scope == "flow" and info.name == "enabled" and info.role == "used"]
+
+
+def enabled_flows(keys: dict[str, KeyInfo], values: dict[str, Any]) -> list[str]:
+    """The flows the file enables ("a->b"), in the file's order."""
+    return [keys[key].owner for key in _flow_switches(keys) if values.get(key)]
 
 
 def choose_flow(
@@ -38,8 +48,7 @@ def choose_flow(
             chosen_ok = False
         return (source, target) if chosen_ok else None
 
-    flow_switches = [key for key, info in keys.items()
-                     if info.scope == "flow" and info.name == "enabled" and info.role == "used"]
+    flow_switches = _flow_switches(keys)
     enabled = [key for key in flow_switches if values.get(key)]
     if len(enabled) == 1:
         source, _, target = keys[enabled[0]].owner.partition("->")
@@ -54,6 +63,6 @@ def choose_flow(
     else:
         flows = ", ".join(keys[key].owner for key in enabled)
         problems.append(f"{', '.join(enabled)}: {len(enabled)} replication flows are enabled ({flows}); "
-                        f"the engine runs one flow per process: choose it with --flow {keys[enabled[0]].owner} "
-                        f"(flow='{keys[enabled[0]].owner}' from Python) and start one process per flow")
+                        f"`run` runs them all, this needs one of them: choose it with --flow {keys[enabled[0]].owner} "
+                        f"(flow='{keys[enabled[0]].owner}' from Python)")
     return None

@@ -1,6 +1,7 @@
 """Read a MirrorMaker 2 dedicated-mode properties file (`connect-mirror-maker.properties`) into a MigrationPlan.
 
-One replication flow `a->b` of the file becomes one plan: source alias `a`, target alias `b`, named `a-to-b`.
+One replication flow `a->b` of the file becomes one plan: source alias `a`, target alias `b`, named `a-to-b`; a file
+that enables several gives one plan each (`import_mm2_flows`), as MM2's dedicated mode runs them all.
 The file is turned into the same dict a YAML plan holds and validated by `plan_from_dict`, so both routes
 share every check.
 
@@ -47,11 +48,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mirror_engine.mm2.config_providers import ConfigProviders
-from mirror_engine.mm2.flows import choose_flow
+from mirror_engine.mm2.flow_set import loop_problems
+from mirror_engine.mm2.flows import choose_flow, enabled_flows
 from mirror_engine.mm2.plan_builder import PlanBuilder, build_plan_fields, unused_keys
 from mirror_engine.mm2.properties import PropertiesError, load_properties, parse_properties_text
+from mirror_engine.mm2.settings import KeyInfo
 from mirror_engine.mm2.values import read_keys, split_list
 from mirror_engine.plan import (
     DEFAULT_GROUP_EXCLUDES,
@@ -117,15 +121,18 @@ def _filter_problems(plan: MigrationPlan, origins: dict[str, str]) -> list[str]:
     return problems
 
 
-def import_mm2_properties(content: str | bytes, source_name: str, flow: str | None = None, *,
-                          environ: Mapping[str, str] | None = None) -> Mm2Import:
-    """The plan for one replication flow of a MirrorMaker 2 properties file, with its warnings.
+@dataclass
+class _FileKeys:
+    """An MM2 file's keys as read, before any flow is chosen."""
 
-    `content` is the file's bytes (read as ISO-8859-1, as MM2 reads them) or its text. `flow` ("a->b")
-    chooses the flow; without it the file must enable exactly one (`a->b.enabled = true`). `environ` is what
-    `${env:...}` references read (the process environment by default). PlanError lists every problem.
-    """
-    environ = os.environ if environ is None else environ
+    clusters: list[str]
+    keys: dict[str, KeyInfo]
+    values: dict[str, Any]
+    problems: list[str]
+    warnings: list[str]
+
+
+def _file_keys(content: str | bytes, source_name: str, environ: Mapping[str, str]) -> _FileKeys:
     try:
         entries = load_properties(content) if isinstance(content, bytes) else parse_properties_text(content)
     except PropertiesError as error:
@@ -144,6 +151,20 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
     providers, provider_problems = ConfigProviders.from_entries(entries, environ)
     problems.extend(provider_problems)
     keys, values = read_keys(entries, clusters, providers, environ, problems, warnings)
+    return _FileKeys(clusters, keys, values, problems, warnings)
+
+
+def import_mm2_properties(content: str | bytes, source_name: str, flow: str | None = None, *,
+                          environ: Mapping[str, str] | None = None) -> Mm2Import:
+    """The plan for one replication flow of a MirrorMaker 2 properties file, with its warnings.
+
+    `content` is the file's bytes (read as ISO-8859-1, as MM2 reads them) or its text. `flow` ("a->b")
+    chooses the flow; without it the file must enable exactly one (`a->b.enabled = true`). `environ` is what
+    `${env:...}` references read (the process environment by default). PlanError lists every problem.
+    """
+    environ = os.environ if environ is None else environ
+    read = _file_keys(content, source_name, environ)
+    clusters, keys, values, problems, warnings = read.clusters, read.keys, read.values, read.problems, read.warnings
 
     chosen = choose_flow(flow, keys, values, clusters, problems)
     if chosen is None:
@@ -170,6 +191,33 @@ def import_mm2_properties(content: str | bytes, source_name: str, flow: str | No
     if problems:
         raise Mm2PlanError(source_name, problems, warnings)
     return Mm2Import(plan, tuple(warnings))
+
+
+def import_mm2_flows(content: str | bytes, source_name: str, *,
+                     environ: Mapping[str, str] | None = None) -> list[Mm2Import]:
+    """A plan for every flow the file enables, as MM2's dedicated mode runs them all (one when it enables one).
+    A set of flows that would copy records round a loop is refused (`loop_problems`); PlanError lists every
+    problem."""
+    environ = os.environ if environ is None else environ
+    read = _file_keys(content, source_name, environ)
+    flows = enabled_flows(read.keys, read.values)
+    if len(flows) < 2:
+        return [import_mm2_properties(content, source_name, environ=environ)]
+    imports = [import_mm2_properties(content, source_name, flow, environ=environ) for flow in flows]
+    problems = loop_problems([imported.plan for imported in imports])
+    if problems:
+        raise Mm2PlanError(source_name, problems, tuple(dict.fromkeys(w for i in imports for w in i.warnings)))
+    return imports
+
+
+def read_mm2_flows(path: str | Path) -> list[Mm2Import]:
+    """Every enabled flow of a MirrorMaker 2 dedicated-mode properties file (`import_mm2_flows`)."""
+    path = Path(path)
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise PlanError(str(path), [f"(file): cannot read it: {error.strerror}"]) from None
+    return import_mm2_flows(content, str(path))
 
 
 def read_mm2_config(path: str | Path, flow: str | None = None) -> Mm2Import:

@@ -11,6 +11,7 @@ from mirror_engine.replication.copy_contract import (
 )
 from mirror_engine.replication.engine import EngineError, Replicator, RunSummary, default_worker_id
 from mirror_engine.replication.flow_run import FlowRun, run_flow
+from mirror_engine.replication.flow_set_run import FlowSetRun
 from mirror_engine.replication.memory import IdleTrim
 from mirror_engine.replication.offset_syncs import OffsetSyncWriter, PartitionSyncs, SyncOnDelta
 from mirror_engine.replication.partition_state import PartitionState
@@ -30,6 +31,7 @@ __all__ = [
     "DetachedWorker",
     "EngineError",
     "FlowRun",
+    "FlowSetRun",
     "IdleTrim",
     "OffsetSyncWriter",
     "PartitionState",

@@ -15,10 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from tests.integration.plans import create_topics
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,9 +42,9 @@ EXPECTED = {
         "mirror_engine.kafka.old_brokers", "mirror_engine.kafka.partitions", "mirror_engine.kafka.record_sizes",
         "mirror_engine.kafka.topic_names", "mirror_engine.kafka.topic_reader", "mirror_engine.kafka.topics",
         "mirror_engine.mm2", "mirror_engine.mm2.client_settings", "mirror_engine.mm2.config_providers",
-        "mirror_engine.mm2.flows", "mirror_engine.mm2.formats", "mirror_engine.mm2.naming",
-        "mirror_engine.mm2.plan_builder", "mirror_engine.mm2.properties", "mirror_engine.mm2.reader",
-        "mirror_engine.mm2.settings", "mirror_engine.mm2.values", "mirror_engine.observe",
+        "mirror_engine.mm2.flow_set", "mirror_engine.mm2.flows", "mirror_engine.mm2.formats",
+        "mirror_engine.mm2.naming", "mirror_engine.mm2.plan_builder", "mirror_engine.mm2.properties",
+        "mirror_engine.mm2.reader", "mirror_engine.mm2.settings", "mirror_engine.mm2.values", "mirror_engine.observe",
         "mirror_engine.observe.flow_view", "mirror_engine.observe.flow_watch", "mirror_engine.observe.heartbeats",
         "mirror_engine.observe.http", "mirror_engine.observe.readout", "mirror_engine.observe.reports",
         "mirror_engine.observe.status", "mirror_engine.observe.validation_page", "mirror_engine.plan",
@@ -50,28 +53,28 @@ EXPECTED = {
         "mirror_engine.plan.principals", "mirror_engine.plan.regexes", "mirror_engine.plan.schedules",
         "mirror_engine.plan.sections", "mirror_engine.plan.times", "mirror_engine.prepare",
         "mirror_engine.prepare.actions", "mirror_engine.prepare.applying", "mirror_engine.prepare.reading",
-        "mirror_engine.prepare.sequence", "mirror_engine.prepare.source_access",
-        "mirror_engine.prepare.target_configs", "mirror_engine.replication", "mirror_engine.replication.assigner",
-        "mirror_engine.replication.beside_the_copy", "mirror_engine.replication.clients",
-        "mirror_engine.replication.copier", "mirror_engine.replication.copy_contract",
-        "mirror_engine.replication.delivery", "mirror_engine.replication.engine", "mirror_engine.replication.faults",
+        "mirror_engine.prepare.sequence", "mirror_engine.prepare.source_access", "mirror_engine.prepare.target_configs",
+        "mirror_engine.replication", "mirror_engine.replication.assigner", "mirror_engine.replication.beside_the_copy",
+        "mirror_engine.replication.clients", "mirror_engine.replication.copier",
+        "mirror_engine.replication.copy_contract", "mirror_engine.replication.delivery",
+        "mirror_engine.replication.engine", "mirror_engine.replication.faults",
         "mirror_engine.replication.flow_control", "mirror_engine.replication.flow_run",
-        "mirror_engine.replication.limits_gate", "mirror_engine.replication.membership",
-        "mirror_engine.replication.memory", "mirror_engine.replication.metadata_sync",
-        "mirror_engine.replication.offset_syncs", "mirror_engine.replication.partition_state",
-        "mirror_engine.replication.reconcile", "mirror_engine.replication.record_producers",
-        "mirror_engine.replication.refresh", "mirror_engine.replication.side_records",
-        "mirror_engine.replication.start_positions", "mirror_engine.replication.status_reporter",
-        "mirror_engine.replication.supervision", "mirror_engine.replication.target_topics",
-        "mirror_engine.replication.target_upkeep", "mirror_engine.scheduler", "mirror_engine.security",
-        "mirror_engine.security.jaas", "mirror_engine.security.java_client", "mirror_engine.security.job_files",
-        "mirror_engine.security.keystores", "mirror_engine.security.librdkafka", "mirror_engine.security.model",
-        "mirror_engine.security.msk_iam", "mirror_engine.security.reader", "mirror_engine.security.secrets",
-        "mirror_engine.version",
+        "mirror_engine.replication.flow_set_run", "mirror_engine.replication.limits_gate",
+        "mirror_engine.replication.membership", "mirror_engine.replication.memory",
+        "mirror_engine.replication.metadata_sync", "mirror_engine.replication.offset_syncs",
+        "mirror_engine.replication.partition_state", "mirror_engine.replication.reconcile",
+        "mirror_engine.replication.record_producers", "mirror_engine.replication.refresh",
+        "mirror_engine.replication.side_records", "mirror_engine.replication.start_positions",
+        "mirror_engine.replication.status_reporter", "mirror_engine.replication.supervision",
+        "mirror_engine.replication.target_topics", "mirror_engine.replication.target_upkeep", "mirror_engine.scheduler",
+        "mirror_engine.security", "mirror_engine.security.jaas", "mirror_engine.security.java_client",
+        "mirror_engine.security.job_files", "mirror_engine.security.keystores", "mirror_engine.security.librdkafka",
+        "mirror_engine.security.model", "mirror_engine.security.msk_iam", "mirror_engine.security.reader",
+        "mirror_engine.security.secrets", "mirror_engine.version",
     ],
     "dependencies": [
-        "annotated_types", "confluent_kafka", "javaproperties", "pydantic", "pydantic_core", "re2",
-        "typing_extensions", "typing_inspection",
+        "annotated_types", "confluent_kafka", "javaproperties", "pydantic", "pydantic_core", "re2", "typing_extensions",
+        "typing_inspection",
     ],
 }
 

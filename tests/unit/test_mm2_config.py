@@ -308,7 +308,7 @@ def test_no_enabled_flow():
 
 def test_two_enabled_flows_without_a_choice():
     message = _only_problem_about(MINIMAL + "b->a.enabled = true\n", "a->b.enabled, b->a.enabled")
-    assert "a->b, b->a" in message and "--flow a->b" in message and "one process per flow" in message
+    assert "a->b, b->a" in message and "--flow a->b" in message and "`run` runs them all" in message
 
 
 def test_periodic_work_takes_mirrormaker2_defaults():

@@ -55,7 +55,7 @@ CASES = [
         "groups.include": ["billing-.*"], "sync.replication_factor": 3, "cutover.sync_group_offsets": True,
         "cutover.checkpoint_interval_s": 10,
         "source.bootstrap_servers": "old-1.example.internal:9092,old-2.example.internal:9092"}),
-    # Several enabled flows: the reader asks for one (it does not run several).
+    # Several enabled flows: one plan asks for one (`import_mm2_flows` gives them all: test_mm2_flow_set.py).
     Case("03-active-active.properties", errors=("A->B.enabled, B->A.enabled",)),
     Case("03-active-active.properties", {"name": "B-to-A", "source.alias": "B", "remote:t": "B.t",
                                          "sync.replication_factor": 1}, flow="B->A"),
