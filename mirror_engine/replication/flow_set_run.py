@@ -57,9 +57,11 @@ class FlowSetRun:
         self.stderr = stderr or sys.stderr
         self.children: list[FlowProcess] = []
         self._printing = threading.Lock()
+        self._stopping = threading.Event()
 
     def stop(self) -> None:
-        """Every child stops after its in-flight records (SIGTERM, as a single `run`)."""
+        """Every child stops after its in-flight records (SIGTERM, as a single `run`); none starts after this."""
+        self._stopping.set()
         for child in self.children:
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
@@ -77,6 +79,8 @@ class FlowSetRun:
         try:
             # All started before any relay thread: the children's pre-exec step runs in a process with one thread.
             for flow in self.flows:
+                if self._stopping.is_set():  # stopped while starting them: the rest are not started
+                    break
                 process = subprocess.Popen(self.command_of(flow), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                            stdin=subprocess.DEVNULL, text=True, errors="replace",
                                            start_new_session=True, preexec_fn=_die_with_parent)
