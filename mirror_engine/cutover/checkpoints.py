@@ -29,7 +29,7 @@ from mirror_engine.kafka import (
     plan_groups,
 )
 from mirror_engine.mm2 import Checkpoint
-from mirror_engine.plan import MigrationPlan
+from mirror_engine.plan import MigrationPlan, ReplicationPolicy
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,15 @@ class TargetGroups:
 
 def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
                     source_offsets: dict[TopicPartitionKey, int],
-                    remote: dict[str, str | None] | None = None) -> GroupTranslation:
+                    remote: dict[str, str | None] | None = None,
+                    returning: FlowMapping | None = None) -> GroupTranslation:
     """`remote`: each source topic's name on the target (None: not copied), filled as topics are met; a caller
     translating round after round keeps it (the plan's topic patterns matched once per topic, not once per group
-    and round: they were a quarter of an idle engine's checkpoint thread at 1,000 groups, py-spy)."""
+    and round: they were a quarter of an idle engine's checkpoint thread at 1,000 groups, py-spy).
+
+    `returning`: the mapping of the flow running the other way (`cutover.return_flow`). A source topic that is
+    that flow's copy of a target topic (`<target alias>.orders`) is then translated back through it to the
+    original topic (`orders`): a group that failed over to the source resumes on the target where it stopped."""
     policy = plan.policy()
     result = GroupTranslation(group)
     # Each topic's filter match and remote name once, not once per partition: a round of 1,000 groups spent 40% of
@@ -70,6 +75,15 @@ def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
             remote[topic] = policy.format_remote_topic(plan.source.alias, topic) if plan.replicates_topic(topic) \
                 else None
         remote_topic = remote[topic]
+        if remote_topic is None and returning is not None and \
+                (original := _returned_topic(policy, plan.target.alias, topic)) is not None:
+            back = returning.reverse(original, partition, offset)
+            if back is None:
+                result.pending[(topic, partition)] = offset
+            else:
+                result.translated[(original, partition)] = back
+                result.upstream[(original, partition)] = offset
+            continue
         if remote_topic is None:
             if topic not in result.not_replicated:
                 result.not_replicated.append(topic)
@@ -82,6 +96,11 @@ def translate_group(plan: MigrationPlan, mapping: FlowMapping, group: str,
         result.translated[key] = target
         result.upstream[key] = offset
     return result
+
+
+def _returned_topic(policy: ReplicationPolicy, target_alias: str, topic: str) -> str | None:
+    """The target topic that `topic` is a one-hop copy of, made by a flow from the target; None if it is none."""
+    return policy.upstream_topic(topic) if policy.topic_source(topic) == target_alias else None
 
 
 LOG_GROUPS = 10  # groups named in a round's log lines: those whose outcome changed since the last round
@@ -135,6 +154,9 @@ class Checkpointer:
         self.topics = InternalTopics.for_plan(plan)
         ensure_internal_topics(self.target_admin, self.topics)
         self.mapping = FlowMapping(plan, target_config)
+        # The return flow's mapping, kept by that flow on this flow's source (see `translate_group`).
+        returning = InternalTopics.of_return_flow(plan)
+        self.returning = None if returning is None else FlowMapping(plan, source_config, topics=returning)
         self.producer = Producer({**target_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
         # The last checkpoint written of each (group, target topic, partition), as (upstream, downstream): as
         # MirrorMaker 2, one unchanged is not written again. A group that does not move then costs no record a
@@ -146,6 +168,8 @@ class Checkpointer:
 
     def close(self) -> None:
         self.mapping.close()
+        if self.returning is not None:
+            self.returning.close()
         self.producer.flush(30)
 
     def write_all_again(self) -> None:
@@ -187,7 +211,8 @@ class Checkpointer:
             if isinstance(offsets, GroupError):  # one group's trouble must not stop the others
                 results[group] = GroupSyncResult(group, skipped=str(offsets), failed=True)
                 continue
-            translation = translate_group(self.plan, self.mapping, group, offsets, self._remote_names)
+            translation = translate_group(self.plan, self.mapping, group, offsets, self._remote_names,
+                                          self.returning)
             result = results[group] = GroupSyncResult(group, pending=len(translation.pending))
             for (topic, partition), downstream in translation.translated.items() if emit else ():
                 key, pair = (group, topic, partition), (translation.upstream[(topic, partition)], downstream)
@@ -213,6 +238,8 @@ class Checkpointer:
     def _source_offsets(self, groups: list[str]) -> dict[str, dict[TopicPartitionKey, int] | GroupError]:
         """Each group's committed source offsets, asked only of groups whose description answered (librdkafka
         2.16 crashes on an offset fetch answered by a coordinator that is loading, see `committed_offsets`)."""
+        if self.returning is not None:  # its news before the offsets: a position it copied since is not pending
+            self.returning.refresh()
         states = describe_groups(self.source_admin, groups)
         described = [group for group in groups if not isinstance(states[group], GroupError)]
         offsets = committed_offsets_of(self.source_admin, described)

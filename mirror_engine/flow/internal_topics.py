@@ -40,13 +40,25 @@ class InternalTopics:
 
     @classmethod
     def for_plan(cls, plan: MigrationPlan) -> InternalTopics:
+        return cls.of_flow(plan.source.alias, plan.name, plan)
+
+    @classmethod
+    def of_return_flow(cls, plan: MigrationPlan) -> InternalTopics | None:
+        """The topics, on this flow's source, of the flow running the other way (`cutover.return_flow`), named by
+        this plan's replication policy; None when the plan names none."""
+        name = plan.cutover.return_flow
+        return None if name is None else cls.of_flow(plan.target.alias, name, plan)
+
+    @classmethod
+    def of_flow(cls, source_alias: str, plan_name: str, plan: MigrationPlan) -> InternalTopics:
+        """The topics of the flow from `source_alias` of the plan named `plan_name`, by `plan`'s policy."""
         policy = plan.policy()
-        flow = f"{plan.source.alias}.{plan.name}"
+        flow = f"{source_alias}.{plan_name}"
         return cls(
             # The engine's own topics end in ".internal", so no plan ever replicates them.
             progress=f"mirror-engine-offsets.{flow}.internal",
-            offset_syncs=policy.offset_syncs_topic(plan.source.alias),
-            checkpoints=policy.checkpoints_topic(plan.source.alias),
+            offset_syncs=policy.offset_syncs_topic(source_alias),
+            checkpoints=policy.checkpoints_topic(source_alias),
             heartbeats=HEARTBEATS_TOPIC,
             control=f"mirror-engine-control.{flow}.internal",
             status=f"mirror-engine-status.{flow}.internal",

@@ -24,15 +24,19 @@ class FlowMapping:
 
     Given `partitions`, it keeps and translates those source partitions only (the others are pending to it): one
     group's switch reads the whole flow's records all the same, but decodes the offset-syncs of its own partitions
-    only, matched by their key's bytes (MM2's binary key: one encoding per partition)."""
+    only, matched by their key's bytes (MM2's binary key: one encoding per partition).
+
+    `topics`: another flow's topics to read instead of the plan's own, e.g. the return flow's on the plan's source
+    (`InternalTopics.of_return_flow`), with `target_config` that flow's target."""
 
     def __init__(self, plan: MigrationPlan, target_config: dict[str, str],
-                 partitions: Collection[TopicPartitionKey] | None = None) -> None:
+                 partitions: Collection[TopicPartitionKey] | None = None, *,
+                 topics: InternalTopics | None = None) -> None:
         self.plan = plan
         self.partitions = None if partitions is None else frozenset(partitions)
         self._sync_keys = None if self.partitions is None else frozenset(
             OffsetSync(topic, partition, 0, 0).record_key() for topic, partition in self.partitions)
-        self.topics = InternalTopics.for_plan(plan)
+        self.topics = InternalTopics.for_plan(plan) if topics is None else topics
         self.offsets = OffsetMap()
         self.progress: dict[TopicPartitionKey, PartitionProgress] = {}
         # Each partition's latest progress record read and not yet applied (key -> record): the compacted topic's

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mirror_engine.mm2.client_settings import client_config
-from mirror_engine.mm2.flows import plan_name
+from mirror_engine.mm2.flows import enabled_flows, plan_name
 from mirror_engine.mm2.naming import alias_problems, naming_fields, same_cluster_problem
 from mirror_engine.mm2.settings import KeyInfo
 from mirror_engine.mm2.values import PLAN_CLIENT_SETTINGS
@@ -138,6 +138,17 @@ def _periodic_fields(builder: PlanBuilder, warnings: list[str]) -> None:
     builder.put("engine.run_checkpoints", checkpoints, "emit.checkpoints.enabled")
 
 
+def _return_flow_field(builder: PlanBuilder) -> None:
+    """A file that also enables the flow the other way (active/active) names it as the return flow: a group that
+    failed over to this flow's source is checkpointed back to its original topics on the target (MM2 itself
+    skips those topics as cycles: a group's way back is left to its operators). Under the identity policy a copy
+    cannot be told from the source's own topics: no return flow."""
+    back = f"{builder.target}->{builder.source}"
+    prefixing = builder.data.get("replication_policy", {}).get("type", "default") == "default"
+    if prefixing and back in enabled_flows(builder.keys, builder.values):
+        builder.put("cutover.return_flow", plan_name(builder.target, builder.source), f"{back}.enabled")
+
+
 def _record_fields(builder: PlanBuilder, problems: list[str]) -> None:
     """What MM2 would do to each record that the engine does not (converters are checked by type)."""
     transforms = builder.lookup("transforms")
@@ -172,6 +183,7 @@ def build_plan_fields(builder: PlanBuilder, problems: list[str], warnings: list[
     builder.put("engine.replicate_heartbeats", copied[1] if copied else True,
                 copied[0] if copied else "heartbeats.replication.enabled")
     _periodic_fields(builder, warnings)
+    _return_flow_field(builder)
     if (lag := builder.lookup("offset.lag.max")) is not None:
         builder.put("engine.offset_lag_max", lag[1], lag[0])
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from mirror_engine.plan.regexes import check_patterns
 from mirror_engine.plan.schedules import schedule_problem
@@ -69,6 +69,8 @@ def whole(low: int, high: int, unit: str = "") -> Any:
 
 # Kafka's offsets and counts are signed 64-bit.
 INT64_MAX = 2**63 - 1
+# A plan's name: it names the flow's internal topics and its DAGs.
+PlanName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-]*$", max_length=100)]
 
 
 def check_schedule(value: str | None) -> str | None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mirror_engine.plan.clusters import ClusterSpec, render_client_config
 from mirror_engine.plan.errors import PlanError
-from mirror_engine.plan.field_checks import StrictModel, check_schedule
+from mirror_engine.plan.field_checks import PlanName, StrictModel, check_schedule
 from mirror_engine.plan.filters import (
     DEFAULT_GROUP_EXCLUDES,
     DEFAULT_TOPIC_EXCLUDES,
@@ -39,7 +39,7 @@ from mirror_engine.security import remember_secrets, without_credential_debug
 
 
 class MigrationPlan(StrictModel):
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-]*$", max_length=100)]
+    name: PlanName
     description: str = ""
     source: ClusterSpec
     target: ClusterSpec
@@ -65,6 +65,9 @@ class MigrationPlan(StrictModel):
                              "records would be replicated onto themselves")
         if self.source.conn_id and self.source.conn_id == self.target.conn_id:
             raise ValueError(f"source.conn_id and target.conn_id are both '{self.source.conn_id}'")
+        if self.cutover.return_flow is not None and self.replication_policy.type != "default":
+            raise ValueError("cutover.return_flow needs replication_policy.type: default: under the identity policy "
+                             "the return flow's copies on the source cannot be told from the source's own topics")
         return self
 
     # Derived objects, built on demand (the model is frozen and cheap to rebuild).

@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from mirror_engine.plan.field_checks import (
     INT64_MAX,
+    PlanName,
     StrictModel,
     check_regexes,
     check_schedule,
@@ -218,5 +219,10 @@ class CutoverSpec(StrictModel):
     # null: at every round); refresh_groups false (refresh.groups.enabled) lists them once, at start.
     refresh_groups: bool = True
     refresh_groups_interval_s: optional_seconds(0.1, 86_400) = None
+    # The plan of the flow running the other way (target to source, as in an active/active pair), by name: a
+    # group's offsets on that flow's copies on this source (a consumer that failed over) are translated back
+    # through that flow's mapping, which it keeps on this source, and checkpointed (and synced) to the original
+    # topics on this target. MM2's checkpoints skip such topics (they are cycles); null: none.
+    return_flow: PlanName | None = None
 
 

@@ -1,6 +1,7 @@
 """An MM2 file of several enabled flows, run by one `mirror-engine run --mm2-config FILE` as MM2's dedicated mode runs
 them: active/active without a loop, heartbeats both ways, a flow that fails ending alone, an identity-policy loop
-refused before anything starts, and no flow outliving the command."""
+refused before anything starts, a group that failed over coming back at its next record, and no flow outliving the
+command."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_local.cluster import free_port
+from mirror_engine.kafka import commit_offsets, committed_offsets, read_to_end
+from mirror_engine.mm2 import Checkpoint
 from tests.integration.plans import create_topics
 
 pytestmark = pytest.mark.integration
@@ -112,6 +115,91 @@ def test_an_active_active_file_runs_both_flows_in_one_command_without_a_loop(kaf
     summaries = {line["flow"]: line for line in map(json.loads, out.splitlines())}
     assert set(summaries) == {"a->b", "b->a"}, out
     assert summaries["a->b"]["records"] >= RECORDS and summaries["b->a"]["records"] >= RECORDS, out
+
+
+def _write_in_transactions(cluster, topic: str, partitions: int = 2) -> None:
+    """RECORDS records a partition, each in a transaction of its own: every other source offset is a commit marker,
+    which the copy leaves out, so a copy's offsets are never its source's."""
+    create_topics(cluster, [NewTopic(topic, partitions, 1)])
+    producer = Producer({**cluster.client_config(), "transactional.id": f"{topic}-writer"})
+    producer.init_transactions(30)
+    for i in range(RECORDS):
+        producer.begin_transaction()
+        producer.produce(topic, b"%s-%d" % (topic.encode(), i), key=b"%d" % i, partition=i % partitions)
+        producer.commit_transaction(30)
+
+
+def _records(cluster, topic: str, partition: int, offset: int = 0):
+    """The committed records of a partition from `offset` on, as a consumer reads them, until its end."""
+    consumer = Consumer({**cluster.client_config(), "group.id": "flow-set-probe", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is None:
+                continue
+            if message.error():
+                return
+            yield message
+        raise AssertionError(f"{topic}[{partition}] not read to its end in 30 s")
+    finally:
+        consumer.close()
+
+
+def _value_at(cluster, topic: str, partition: int, offset: int) -> bytes:
+    return next(_records(cluster, topic, partition, offset)).value()
+
+
+def _offset_of(cluster, topic: str, partition: int, value: bytes) -> int:
+    found = [message.offset() for message in _records(cluster, topic, partition) if message.value() == value]
+    assert len(found) == 1, f"{value!r} is {len(found)} times in {topic}[{partition}]"
+    return found[0]
+
+
+def test_a_group_that_failed_over_resumes_on_its_original_cluster_at_its_next_record(kafka_pair, unique_name,
+                                                                                       tmp_path):
+    """Active/active with group offset sync: a group reads `orders` on a, fails over to b (its offsets carried to
+    `a.orders` there by a->b), reads further on b, and comes back: b->a translates its offsets on `a.orders` back
+    through a->b's mapping to `orders` on a, checkpointed in MM2's format and committed while the group is idle.
+    The source has a commit marker at every other offset, so no offset is the same on both sides."""
+    a, b = kafka_pair
+    prefix, group = unique_name, f"{unique_name}-billing"
+    orders = f"{prefix}-orders"
+    _write_in_transactions(a, orders)
+    commit_offsets(AdminClient(a.client_config()), group, {(orders, 0): 4, (orders, 1): 6})
+    config = _file(tmp_path / "active-active.properties", a, b, prefix, f"groups = {group}",
+                   "sync.group.offsets.enabled = true", "sync.group.offsets.interval.seconds = 1",
+                   "emit.checkpoints.interval.seconds = 1", "refresh.groups.interval.seconds = 1")
+    log = tmp_path / "run.log"
+    process = _start(config, log)
+    on_a, on_b = AdminClient(a.client_config()), AdminClient(b.client_config())
+    try:
+        # Failing over: the group's offsets on a, translated onto b's copy (records 2 and 3 of each partition).
+        _wait(lambda: committed_offsets(on_b, group) == {(f"a.{orders}", 0): 2, (f"a.{orders}", 1): 3},
+              "the group's offsets synced to b", process, log)
+        # On b it reads on: records up to 4 of partition 0 and 6 of partition 1, then it stops.
+        read_on_b = {0: 5, 1: 7}
+        commit_offsets(on_b, group, {(f"a.{orders}", p): offset for p, offset in read_on_b.items()})
+        # Coming back: on a, each partition's next record is the one after the last read on b.
+        expected = {(orders, p): _offset_of(a, orders, p, _value_at(b, f"a.{orders}", p, offset))
+                    for p, offset in read_on_b.items()}
+        assert expected == {(orders, 0): 10, (orders, 1): 14}  # two source offsets a record
+        _wait(lambda: committed_offsets(on_a, group) == expected, "the group's offsets translated back to a",
+              process, log)
+        written = read_to_end(a.client_config(), "b.checkpoints.internal")
+        checkpoints = {(c.topic, c.partition): (c.upstream_offset, c.downstream_offset) for c in (
+            Checkpoint.from_record(m.key(), m.value()) for m in written) if c.group == group}
+        assert {key: checkpoints.get(key) for key in expected} == {
+            (orders, p): (read_on_b[p], expected[(orders, p)]) for p in read_on_b}
+        # Kept: the way forward does not move the group on b back to where it was on a.
+        time.sleep(3)
+        assert committed_offsets(on_b, group) == {(f"a.{orders}", p): o for p, o in read_on_b.items()}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=120)
+    assert process.returncode == 0, log.read_text()[-3000:]
 
 
 def test_a_flow_that_fails_ends_alone_and_the_others_go_on(kafka_pair, unique_name, tmp_path):

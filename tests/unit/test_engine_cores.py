@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import pytest
 from confluent_kafka import Message
 
 from mirror_engine.cutover import translate_group
 from mirror_engine.flow import ControlChanges, ControlChannel, OffsetMap
 from mirror_engine.mm2 import OffsetSync
-from mirror_engine.plan import plan_from_dict
+from mirror_engine.plan import PlanError, plan_from_dict
 from mirror_engine.replication import OffsetSyncWriter, PartitionState
 from mirror_engine.replication.testing import Faults
 
@@ -157,3 +158,27 @@ def test_a_group_translates_only_what_is_copied_and_replicated():
     assert result.upstream == {("orders", 0): 120}
     assert result.pending == {("orders", 1): 7}
     assert result.not_replicated == ["payments"]
+
+
+def test_a_group_on_the_return_flows_copies_translates_back_to_the_original_topics():
+    """Flow src->tgt with tgt->src as its return flow: a group that failed over to src reads `tgt.orders` there;
+    its offsets translate back through the return flow's mapping (tgt's `orders` copied to src) to `orders` on tgt.
+    Copies of a third cluster's topics, and topics nobody copies, stay not replicated."""
+    plan = plan_from_dict({**PLAN, "replication_policy": {"type": "default"}, "cutover": {"return_flow": "shop-back"}})
+    forward, returning = OffsetMap(), OffsetMap()
+    returning.add(OffsetSync("orders", 0, 40, 0))  # tgt's orders[0] from 40 on copied to src's tgt.orders[0] at 0
+    returning.set_positions("orders", 0, 90, 50)
+    committed = {("tgt.orders", 0): 30, ("tgt.orders", 1): 5, ("third.orders", 0): 1, ("payments", 0): 3}
+    result = translate_group(plan, forward, "billing", committed, returning=returning)
+    assert result.translated == {("orders", 0): 70}
+    assert result.upstream == {("orders", 0): 30}
+    assert result.pending == {("tgt.orders", 1): 5}  # nothing of it copied back yet
+    assert result.not_replicated == ["payments", "third.orders"]
+    # Without a return flow those copies are cycles, not copied: as MM2's checkpoints.
+    assert translate_group(plan, forward, "billing", committed).not_replicated == [
+        "payments", "tgt.orders", "third.orders"]
+
+
+def test_a_return_flow_needs_the_prefixing_policy():
+    with pytest.raises(PlanError, match=r"cutover\.return_flow needs replication_policy\.type: default"):
+        plan_from_dict({**PLAN, "cutover": {"return_flow": "shop-back"}})

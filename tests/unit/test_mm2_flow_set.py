@@ -52,6 +52,16 @@ def test_default_policy_both_ways_is_no_loop_and_never_copies_a_remote_topic_bac
     assert back.replicates_topic("payments") and not forward.replicates_topic("b.payments")
 
 
+def test_each_flow_of_a_pair_names_the_other_as_its_return_flow_under_the_prefixing_policy_only():
+    forward, back = (imported.plan for imported in import_mm2_flows(TWO, "test.properties"))
+    assert (forward.cutover.return_flow, back.cutover.return_flow) == ("b-to-a", "a-to-b")
+    hub = THREE + "a->c.enabled = true\nb->c.enabled = true\nc->a.enabled = true\n"
+    assert [i.plan.cutover.return_flow for i in import_mm2_flows(hub, "hub.properties")] == [
+        "c-to-a", None, "a-to-c"]
+    disjoint = TWO + IDENTITY + "a->b.topics = orders\nb->a.topics = payments\n"
+    assert [i.plan.cutover.return_flow for i in import_mm2_flows(disjoint, "test.properties")] == [None, None]
+
+
 def test_identity_policy_both_ways_is_refused_naming_the_loop():
     problem = _refusal(TWO + IDENTITY)
     assert problem.startswith("a->b.enabled, b->a.enabled: these flows make a loop (a->b->a)")
