@@ -1,7 +1,7 @@
 """Checks that Airflow reaches both clusters of a migration through its connections.
 
 The smallest end-to-end DAG: each task turns an Airflow connection into client settings and asks
-the cluster for its id and size. The full migration DAGs are generated from `migrations/*.yaml`.
+the cluster for its id and size. The full migration DAGs are generated from the plans in `migrations/`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One migration DAG per plan file in `migrations/` (or $KAFKA_MIGRATION_PLANS), built at parse time.
+"""One migration DAG per plan in `migrations/` (or $KAFKA_MIGRATION_PLANS), built at parse time: each YAML plan, and
+each flow a MirrorMaker 2 file there enables (`kafka_migration.plan_dags`).
 
 Parsing reads the YAML files only: no Kafka, Spark or Maven is contacted until a task runs. A plan
 that does not validate (or whose schedule Airflow refuses, or whose name another plan file uses) still
@@ -29,7 +30,7 @@ from kafka_migration.operators.migration import (
 )
 from kafka_migration.operators.spark import MigrationSparkSubmitOperator
 from kafka_migration.operators.switch_groups import BATCH_LABEL, SwitchGroupsOperator
-from kafka_migration.plan_dags import migration_dag_id, plans_folder, validation_dag_id
+from kafka_migration.plan_dags import migration_dag_id, plan_files, plans_folder, read_plan_file, validation_dag_id
 from kafka_migration.sensors.readiness import (
     BackfillDoneSensor,
     CheckpointsCurrentSensor,
@@ -40,7 +41,8 @@ from kafka_migration.sensors.readiness import (
 )
 from kafka_migration.stages import GROUPS_PER_TASK, group_batches, run_groups
 
-from mirror_engine.plan import MigrationPlan, PlanError, load_plan
+from mirror_engine.mm2 import PlanReference
+from mirror_engine.plan import MigrationPlan, PlanError
 
 PLANS = plans_folder()
 REPORTS = Path(os.environ.get("AIRFLOW_HOME", ".")) / "reports"
@@ -135,8 +137,9 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
     }
 
 
-def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
-    name, path = plan.name, str(plan_file)
+def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
+    """`plan_path`: the plan's reference (a YAML file, or `FILE.properties#a->b`), which every task reads again."""
+    name, path = plan.name, plan_path
     with DAG(
         dag_id=migration_dag_id(name),
         schedule=plan.schedule,
@@ -225,7 +228,7 @@ def build_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
     return dag
 
 
-def build_validation_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
+def build_validation_dag(plan_path: str, plan: MigrationPlan) -> DAG:
     """Validation alone, on the plan's `validation.schedule` during a long migration (or on trigger)."""
     with DAG(
         dag_id=validation_dag_id(plan.name),
@@ -245,19 +248,25 @@ def build_validation_dag(plan_file: Path, plan: MigrationPlan) -> DAG:
                f"`{REPORTS}` and the task fails when the copy is not clean.",
     ) as dag:
         MigrationSparkSubmitOperator(
-            task_id="validate", job="validate", plan_path=str(plan_file), stage="validate", conn_id=SPARK_CONN_ID,
+            task_id="validate", job="validate", plan_path=plan_path, stage="validate", conn_id=SPARK_CONN_ID,
             job_args=["--report-dir", str(REPORTS), "--mode", "{{ params.mode }}", "--fraction",
                       "{{ params.fraction }}"])
     return dag
 
 
-def _plan_param(plan_files: list[Path]) -> Param:
-    files = [str(p) for p in plan_files]
-    return Param(files[0] if files else None, type="string", enum=files or None, title="Migration plan",
-                 values_display={f: Path(f).stem for f in files}, description="The plan file (from the plans folder).")
+def _plan_param(plan_paths: list[str]) -> Param:
+    return Param(plan_paths[0] if plan_paths else None, type="string", enum=plan_paths or None, title="Migration plan",
+                 values_display={p: _label(p) for p in plan_paths},
+                 description="The plan (from the plans folder): a YAML plan, or a flow of a MirrorMaker 2 file.")
 
 
-def build_backfill_dag(plan_files: list[Path]) -> DAG:
+def _label(plan_path: str) -> str:
+    """`shop` for `.../shop.yaml`, `mm2 (a->b)` for `.../mm2.properties#a->b`."""
+    reference = PlanReference.parse(plan_path)
+    return f"{reference.path.stem} ({reference.flow})" if reference.flow else reference.path.stem
+
+
+def build_backfill_dag(plan_paths: list[str]) -> DAG:
     """Backfill by hand or through the REST API: a plan, its topics, partitions, and an offset or time range."""
     with DAG(
         dag_id="kafka_migration_backfill",
@@ -267,7 +276,7 @@ def build_backfill_dag(plan_files: list[Path]) -> DAG:
         auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         tags=["kafka-migration"],
         params={
-            "plan": _plan_param(plan_files),
+            "plan": _plan_param(plan_paths),
             "topics": Param(None, type=["null", "string"], title="Topics",
                             description="Comma-separated source topics; empty: every topic waiting for its backfill."),
             "partitions": Param(None, type=["null", "string"], pattern=r"^\s*\d+(\s*,\s*\d+)*\s*$",
@@ -299,10 +308,11 @@ def build_backfill_dag(plan_files: list[Path]) -> DAG:
     return dag
 
 
-def build_broken_plan_dag(plan_file: Path, problem: str) -> DAG:
-    """The DAG of a plan that cannot run: it appears under the plan's file name, and its one task fails with
-    the problem, so a bad plan costs only its own DAG."""
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", plan_file.stem)
+def build_broken_plan_dag(plan_path: str, problem: str) -> DAG:
+    """The DAG of a plan that cannot run: it appears under the plan's file name (and flow), and its one task fails
+    with the problem, so a bad plan costs only its own DAG."""
+    reference = PlanReference.parse(plan_path)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", reference.path.stem + (f"_{reference.flow}" if reference.flow else ""))
     with DAG(
         dag_id=migration_dag_id(name),
         schedule=None,
@@ -310,27 +320,27 @@ def build_broken_plan_dag(plan_file: Path, problem: str) -> DAG:
         catchup=False,
         auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         tags=["kafka-migration"],
-        doc_md=f"### Plan `{plan_file}` cannot run\n\n**This plan does not validate** (preflight fails):\n\n"
+        doc_md=f"### Plan `{plan_path}` cannot run\n\n**This plan does not validate** (preflight fails):\n\n"
                f"```\n{problem}\n```",
     ) as dag, TaskGroup("preflight"):
         PlanProblemOperator(task_id="check", problem=problem)
     return dag
 
 
-def load_plans(plan_files: list[Path]) -> tuple[dict[Path, MigrationPlan], dict[Path, str]]:
-    """({file: plan} of the plans that load, {file: problem} of the others). A plan file never takes other
-    plans' DAGs with it: whatever it does while loading is its own problem, and two files naming the same
-    plan are both refused, each naming the other."""
-    plans: dict[Path, MigrationPlan] = {}
-    problems: dict[Path, str] = {}
+def load_plans(plan_files: list[Path]) -> tuple[dict[str, MigrationPlan], dict[str, str]]:
+    """({plan reference: plan} of the plans that load, {reference or file: problem} of the others). A plan file
+    never takes other plans' DAGs with it: whatever it does while loading is its own problem, and two plans of the
+    same name are both refused, each naming the other."""
+    plans: dict[str, MigrationPlan] = {}
+    problems: dict[str, str] = {}
     for plan_file in plan_files:
         try:
-            plans[plan_file] = load_plan(plan_file)
+            plans.update(read_plan_file(plan_file))
         except PlanError as error:
-            problems[plan_file] = str(error)
+            problems[str(plan_file)] = str(error)
         except Exception as error:  # one unreadable file must not cost every migration's DAG
-            problems[plan_file] = f"{plan_file}: the plan could not be read: {type(error).__name__}: {error}"
-    files_of: dict[str, list[Path]] = {}
+            problems[str(plan_file)] = f"{plan_file}: the plan could not be read: {type(error).__name__}: {error}"
+    files_of: dict[str, list[str]] = {}
     for plan_file, plan in plans.items():
         files_of.setdefault(plan.name, []).append(plan_file)
     for name, files in files_of.items():
@@ -343,24 +353,23 @@ def load_plans(plan_files: list[Path]) -> tuple[dict[Path, MigrationPlan], dict[
     return plans, problems
 
 
-def build_plan_dags(plan_file: Path, plan: MigrationPlan) -> tuple[list[DAG], str]:
+def build_plan_dags(plan_path: str, plan: MigrationPlan) -> tuple[list[DAG], str]:
     """(the migration and validation DAGs of a plan, "") with their schedules checked as the scheduler checks
     them, or ([], the problem) when Airflow refuses a schedule."""
     dags = []
     for field, value, build in (
-            ("schedule", plan.schedule, lambda: build_dag(plan_file, plan)),
-            ("validation.schedule", plan.validation.schedule, lambda: build_validation_dag(plan_file, plan))):
+            ("schedule", plan.schedule, lambda: build_dag(plan_path, plan)),
+            ("validation.schedule", plan.validation.schedule, lambda: build_validation_dag(plan_path, plan))):
         try:
             dag = build()
             dag.timetable.validate()
         except Exception as error:  # Airflow refuses a schedule in several ways
-            return [], f"{plan_file}: {field}: Airflow cannot schedule {value!r}: {error}"
+            return [], f"{plan_path}: {field}: Airflow cannot schedule {value!r}: {error}"
         dags.append(dag)
     return dags, ""
 
 
-_plan_files = sorted(PLANS.glob("*.yaml"))
-_plans, _problems = load_plans(_plan_files)
+_plans, _problems = load_plans(plan_files(PLANS))
 for _plan_file, _plan in _plans.items():
     _dags, _problem = build_plan_dags(_plan_file, _plan)
     for _dag in _dags:
@@ -370,10 +379,11 @@ for _plan_file, _plan in _plans.items():
 for _plan_file, _problem in _problems.items():
     _dag = build_broken_plan_dag(_plan_file, _problem)
     globals()[_dag.dag_id] = _dag
-_backfill = build_backfill_dag(_plan_files)
+_plan_paths = sorted({*_plans, *_problems})
+_backfill = build_backfill_dag(_plan_paths)
 
 
-def build_flow_control_dag(plan_files: list[Path]) -> DAG:
+def build_flow_control_dag(plan_paths: list[str]) -> DAG:
     """Start, pause, resume or stop a flow's engines from the UI (they pick it up within a second or two)."""
     with DAG(
         dag_id="kafka_migration_flow_control",
@@ -382,7 +392,7 @@ def build_flow_control_dag(plan_files: list[Path]) -> DAG:
         catchup=False,
         auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
         tags=["kafka-migration"],
-        params={"plan": _plan_param(plan_files),
+        params={"plan": _plan_param(plan_paths),
                 "action": Param(None, type="string", enum=["start", "pause", "resume", "stop"], title="Action",
                                 values_display={"start": "Start: join again and copy",
                                                 "pause": "Pause: keep the partitions, stop fetching",
@@ -397,4 +407,4 @@ def build_flow_control_dag(plan_files: list[Path]) -> DAG:
     return dag
 
 
-_flow_control = build_flow_control_dag(_plan_files)
+_flow_control = build_flow_control_dag(_plan_paths)

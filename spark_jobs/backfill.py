@@ -63,10 +63,11 @@ def parse_bound(value: str | None) -> int | datetime | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mirror_engine.plan import PlanError, load_plan
+    from mirror_engine.mm2 import PlanReference
+    from mirror_engine.plan import PlanError
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--plan", required=True)
+    parser.add_argument("--plan", required=True, help="a YAML plan, or an MM2 file's flow: FILE.properties#a->b")
     parser.add_argument("--topics", help="comma-separated source topics (default: every topic held for backfill)")
     parser.add_argument("--partitions", help="comma-separated partition numbers (default: all)")
     parser.add_argument("--from", dest="start", help="first offset, or a time: skip older history")
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        plan = load_plan(args.plan)
+        plan = PlanReference.parse(args.plan).load()
         start_bound, end_bound = parse_bound(args.start), parse_bound(args.end)
         only_partitions = {int(p) for p in args.partitions.split(",")} if args.partitions else None
     except (PlanError, ValueError) as error:

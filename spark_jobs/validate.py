@@ -28,8 +28,9 @@ from mirror_engine.kafka import (
     describe_topic_configs,
     list_offsets,
 )
+from mirror_engine.mm2 import PlanReference
 from mirror_engine.observe import ReportStore
-from mirror_engine.plan import MigrationPlan, PlanError, load_plan
+from mirror_engine.plan import MigrationPlan, PlanError
 from spark_jobs.record_pairing import PartitionFindings
 from spark_jobs.shares import balanced_shares
 from spark_jobs.validation import PairRanges, PartitionRange, compare, report_to_files
@@ -79,7 +80,7 @@ def copied_record_count(plan: MigrationPlan, topics: set[str] | None = None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--plan", required=True)
+    parser.add_argument("--plan", required=True, help="a YAML plan, or an MM2 file's flow: FILE.properties#a->b")
     parser.add_argument("--topics", help="comma-separated source topics (default: every topic the flow copied)")
     parser.add_argument("--mode", choices=("full", "sample"), help="default: the plan's validation.mode")
     parser.add_argument("--fraction", type=float, help="sample mode: fraction of records, chosen by content")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        plan = load_plan(args.plan)
+        plan = PlanReference.parse(args.plan).load()
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported where used: `run` never supervises, and its start should not pay for psutil
     import psutil
 
+    from mirror_engine.mm2 import PlanReference
+
 __all__ = ["DetachedWorker", "EngineIdentity", "SupervisionError", "find_engine", "start_detached", "stop_engine"]
 
 
@@ -179,13 +181,13 @@ class DetachedWorker:
         """Whether a worker was started here and not stopped since (its state file is there)."""
         return self.state_file.exists()
 
-    def command(self, plan_path: Path, worker_prefix: str) -> list[str]:
+    def command(self, plan: PlanReference, worker_prefix: str) -> list[str]:
         """`mirror-engine worker` for the plan, with a worker id stable on this host (`<prefix>-<host>`): a restarted
         worker fences what its predecessor left open (exactly-once)."""
-        return [sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str(plan_path.resolve()),
+        return [sys.executable, "-m", "mirror_engine.cli", "worker", *plan.cli_arguments(),
                 "--worker-id", f"{worker_prefix}-{socket.gethostname()}"]
 
-    def ensure_running(self, plan_path: Path, env: Mapping[str, str],
+    def ensure_running(self, plan: PlanReference, env: Mapping[str, str],
                        worker_prefix: str) -> tuple[EngineIdentity, bool]:
         """The worker running here, started if none runs; and whether it was started now. Raises SupervisionError
         with a sentence when it cannot be found or started from here."""
@@ -193,7 +195,7 @@ class DetachedWorker:
         running = find_engine(self.state_file)
         if running is not None:
             return running, False
-        return start_detached(self.command(plan_path, worker_prefix), env, self.log_file, self.state_file), True
+        return start_detached(self.command(plan, worker_prefix), env, self.log_file, self.state_file), True
 
     def stop(self, timeout_s: float = 120.0) -> tuple[EngineIdentity, bool]:
         """`stop_engine` on this worker: what was stopped, and whether it had to be killed."""

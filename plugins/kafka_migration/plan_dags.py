@@ -1,14 +1,20 @@
 """Where the migration plans live and what their DAGs are called: decided here once, for the DAG files that build
 the DAGs and for the cockpit that finds them again.
 
-The plans folder is `$KAFKA_MIGRATION_PLANS`, else the project's `migrations/`. A plan named `shop` gets the DAG
-`kafka_migration__shop` (its migration) and `kafka_migration_validate__shop` (its validation alone).
+The plans folder is `$KAFKA_MIGRATION_PLANS`, else the project's `migrations/`: YAML plans (`*.yaml`) and
+MirrorMaker 2 files (`*.properties`), each flow an MM2 file enables a plan of its own (`mm2.properties#a->b`,
+named `a-to-b`). A plan named `shop` gets the DAG `kafka_migration__shop` (its migration) and
+`kafka_migration_validate__shop` (its validation alone).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mirror_engine.plan import MigrationPlan
 
 PLANS_VARIABLE = "KAFKA_MIGRATION_PLANS"
 DEFAULT_PLANS = Path(__file__).resolve().parents[2] / "migrations"
@@ -17,8 +23,27 @@ VALIDATION_DAG_PREFIX = "kafka_migration_validate__"
 
 
 def plans_folder() -> Path:
-    """The folder of the migration plans (`*.yaml`), read from the environment at each call."""
+    """The folder of the migration plans, read from the environment at each call."""
     return Path(os.environ.get(PLANS_VARIABLE, DEFAULT_PLANS))
+
+
+def plan_files(folder: Path) -> list[Path]:
+    """The folder's plan files, YAML plans and MM2 files, by name."""
+    from mirror_engine.mm2 import MM2_SUFFIX
+
+    return sorted([*folder.glob("*.yaml"), *folder.glob(f"*{MM2_SUFFIX}")])
+
+
+def read_plan_file(plan_file: Path) -> dict[str, MigrationPlan]:
+    """{plan reference: plan} of one file: its plan, or each flow an MM2 file enables (a file whose flows loop is
+    refused whole). Raises PlanError with every problem; an MM2 file's warnings are left to the tasks' logs."""
+    from mirror_engine.mm2 import MM2_SUFFIX, flow_references, read_mm2_flows
+    from mirror_engine.plan import load_plan
+
+    if plan_file.suffix != MM2_SUFFIX:
+        return {str(plan_file): load_plan(plan_file)}
+    plans = [imported.plan for imported in read_mm2_flows(plan_file)]
+    return {str(reference): plan for reference, plan in zip(flow_references(plan_file, plans), plans, strict=True)}
 
 
 def migration_dag_id(plan_name: str) -> str:

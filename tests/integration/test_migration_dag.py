@@ -165,3 +165,40 @@ def test_bad_plan_fails_in_preflight_and_creates_nothing(kafka_pair, migration_e
     assert run.state == DagRunState.FAILED
     assert states == {"preflight.check": TaskInstanceState.FAILED}  # the one task of a plan that cannot run
     assert set(AdminClient(target.client_config()).list_topics(timeout=10).topics) == before
+
+
+def test_an_mm2_files_flow_runs_as_a_migration_dag_and_switches_its_group_exactly(kafka_pair, migration_env,
+                                                                                   unique_name):
+    """An MM2 file in the plans folder: its flow's DAG (named after the flow's plan, `a-to-b`) copies into MM2's
+    remote topics, and every task reads the same flow again (the started worker with `--mm2-config --flow`)."""
+    from airflow.utils.state import DagRunState, TaskInstanceState
+
+    from mirror_engine.kafka import commit_offsets, committed_offsets
+
+    source, target = kafka_pair
+    alias = f"m{unique_name[-6:]}"
+    orders, group = f"{unique_name}-orders", f"{unique_name}-billing"
+    create_topics(source, [NewTopic(orders, 3, 1)])
+    produce(source, orders, [(i % 3, f"k{i}".encode(), f"order-{i}".encode(), None, NOW + i) for i in range(600)])
+    commit_offsets(AdminClient(source.client_config()), group, {(orders, 0): 10, (orders, 1): 150, (orders, 2): 0})
+    (migration_env / "mm2.properties").write_text("\n".join([
+        f"clusters = {alias}, t{alias}", f"{alias}.bootstrap.servers = {source.bootstrap}",
+        f"t{alias}.bootstrap.servers = {target.bootstrap}", f"{alias}->t{alias}.enabled = true",
+        f"topics = {unique_name}-.*", "sync.topic.acls.enabled = false", "refresh.topics.interval.seconds = 2",
+        "replication.factor = 1", *(f"{name}.replication.factor = 1" for name in
+                                    ("checkpoints.topic", "heartbeats.topic", "offset-syncs.topic")), ""]))
+
+    dag = _load_dag(f"kafka_migration__{alias}-to-t{alias}")
+    stages = ["preflight", "prepare", "replicate", "catch_up", "checkpoints", "switch_groups", "finish"]
+    run = dag.test(run_conf={"stages": stages, "groups": [group], "wait_timeout_s": 240})
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == DagRunState.SUCCESS, states
+    for task_id in ("prepare.apply", "replicate.start", "replicate.engine_copying", "switch_groups.switch",
+                    "finish.stop_engine"):
+        assert states[task_id] == TaskInstanceState.SUCCESS, (task_id, states)
+    remote = f"{alias}.{orders}"
+    for partition in range(3):
+        assert [r.content() for r in read_partition(target, remote, partition)] == [
+            r.content() for r in read_partition(source, orders, partition)], f"{remote}[{partition}]"
+    assert committed_offsets(AdminClient(target.client_config()), group) == {
+        (remote, 0): 10, (remote, 1): 150, (remote, 2): 0}

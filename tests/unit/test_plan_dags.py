@@ -81,3 +81,49 @@ def test_a_run_of_1000_groups_switches_them_in_a_few_dozen_task_instances(monkey
         instances = len(stage) - len(mapped) + len(mapped) * len(batches)
         assert instances <= 1 + batches_at_most, (params, [task.task_id for task in stage], len(batches))
         assert [group for batch in batches for group in batch] == (params["groups"] or groups)
+
+
+def test_an_mm2_file_in_the_plans_folder_gets_a_migration_dag_for_each_flow_it_enables(monkeypatch, tmp_path):
+    """Every task of a flow's DAG names the same flow again (`mm2.properties#a->b`); a broken MM2 file costs only its
+    own DAG, named after it, and the YAML plans beside it keep theirs; the cockpit finds each flow by its name."""
+    from airflow.dag_processing.dagbag import DagBag
+    from kafka_migration.cockpit.views import Views
+
+    from mirror_engine.mm2 import PlanReference
+
+    (tmp_path / "mm2.properties").write_text("clusters = a, b\na.bootstrap.servers = 127.0.0.1:1\n"
+                                             "b.bootstrap.servers = 127.0.0.1:2\na->b.enabled = true\n"
+                                             "b->a.enabled = true\ntopics = orders.*\n")
+    (tmp_path / "looping.properties").write_text(
+        (tmp_path / "mm2.properties").read_text()
+        + "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
+    (tmp_path / "shop.yaml").write_text("name: shop\nsource: {alias: src, bootstrap_servers: '127.0.0.1:3'}\n"
+                                        "target: {alias: tgt, bootstrap_servers: '127.0.0.1:4'}\n")
+    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(tmp_path))
+    bag = DagBag(dag_folder=str(ROOT / "dags" / "migrations.py"))
+    assert not bag.import_errors, bag.import_errors
+    for name, flow in (("a-to-b", "a->b"), ("b-to-a", "b->a")):
+        for dag_id in (migration_dag_id(name), validation_dag_id(name)):
+            paths = {task.plan_path for task in bag.get_dag(dag_id).tasks if hasattr(task, "plan_path")}
+            assert paths == {f"{tmp_path / 'mm2.properties'}#{flow}"}, (dag_id, paths)
+            assert PlanReference.parse(paths.pop()).load().name == name
+    assert bag.get_dag(migration_dag_id("shop")) is not None
+    broken = bag.get_dag(migration_dag_id("looping"))
+    assert "these flows make a loop" in broken.doc_md
+    choices = bag.get_dag("kafka_migration_backfill").params.get_param("plan").schema["enum"]
+    assert f"{tmp_path / 'mm2.properties'}#b->a" in choices and str(tmp_path / "shop.yaml") in choices
+    views = Views().plan_files()
+    assert views["a-to-b"] == f"{tmp_path / 'mm2.properties'}#a->b" and views["shop"] == str(tmp_path / "shop.yaml")
+    assert views["looping"] == str(tmp_path / "looping.properties")
+
+
+def test_a_plan_reference_names_a_yaml_plan_or_an_mm2_files_flow_and_its_command_options(tmp_path):
+    from mirror_engine.mm2 import PlanReference
+
+    yaml_plan, flow = PlanReference.parse("plans/shop.yaml"), PlanReference.parse("plans/mm2.properties#a->b")
+    assert (yaml_plan.path, yaml_plan.flow, str(yaml_plan)) == (Path("plans/shop.yaml"), None, "plans/shop.yaml")
+    assert (flow.path, flow.flow, str(flow)) == (Path("plans/mm2.properties"), "a->b", "plans/mm2.properties#a->b")
+    assert PlanReference.parse("plans/odd#name.yaml").flow is None  # only an MM2 file has flows
+    assert yaml_plan.cli_arguments() == ["--plan", str(Path("plans/shop.yaml").resolve())]
+    assert flow.cli_arguments() == ["--mm2-config", str(Path("plans/mm2.properties").resolve()), "--flow", "a->b"]
+    assert PlanReference.parse("plans/mm2.properties").cli_arguments()[2:] == []  # the file's one flow

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from mirror_engine.mm2 import PlanReference
 from mirror_engine.replication import DetachedWorker, SupervisionError, find_engine, start_detached, stop_engine
 
 
@@ -88,20 +89,24 @@ def test_a_detached_worker_runs_mirror_engine_worker_with_an_id_stable_on_its_ho
     worker = DetachedWorker("shop", tmp_path)
     assert (worker.state_file, worker.log_file) == (tmp_path / "mirror-engine" / "shop.pid",
                                                     tmp_path / "mirror-engine" / "shop.log")
-    plan = tmp_path / "plans" / ".." / "shop.yaml"
+    plan = PlanReference(tmp_path / "plans" / ".." / "shop.yaml")
     assert worker.command(plan, "airflow") == [
         sys.executable, "-m", "mirror_engine.cli", "worker", "--plan", str((tmp_path / "shop.yaml").resolve()),
         "--worker-id", f"airflow-{socket.gethostname()}"]
+    flow = PlanReference.parse(f"{tmp_path}/mm2.properties#a->b")
+    assert worker.command(flow, "airflow")[4:-2] == [
+        "--mm2-config", str((tmp_path / "mm2.properties").resolve()), "--flow", "a->b"]
 
 
 def test_a_detached_worker_is_started_once_and_stopped_by_its_identity(tmp_path, monkeypatch):
     worker = DetachedWorker("shop", tmp_path)
     monkeypatch.setattr(DetachedWorker, "command", lambda self, plan, prefix: ["sleep", "300"])
     assert not worker.started_here()
-    first, started = worker.ensure_running(tmp_path / "shop.yaml", {"PATH": "/usr/bin:/bin"}, "airflow")
+    plan, env = PlanReference(tmp_path / "shop.yaml"), {"PATH": "/usr/bin:/bin"}
+    first, started = worker.ensure_running(plan, env, "airflow")
     try:
         assert started and worker.started_here()
-        again, started_again = worker.ensure_running(tmp_path / "shop.yaml", {"PATH": "/usr/bin:/bin"}, "airflow")
+        again, started_again = worker.ensure_running(plan, env, "airflow")
         assert again == first and not started_again
     finally:
         stopped, killed = worker.stop(timeout_s=10)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-from pathlib import Path
 from typing import Any
 
-from kafka_migration.plan_dags import plans_folder
+from kafka_migration.plan_dags import plan_files, plans_folder, read_plan_file
 
 
 class PlanUnavailable(Exception):
@@ -57,18 +56,19 @@ class Views:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def plan_files(self) -> dict[str, Path]:
-        from mirror_engine.plan import PlanError, load_plan
+    def plan_files(self) -> dict[str, str]:
+        """{plan name: plan reference} of the plans folder (an MM2 file gives one per flow it enables)."""
+        from mirror_engine.plan import PlanError
 
         files = {}
-        for plan_file in sorted(plans_folder().glob("*.yaml")):
+        for plan_file in plan_files(plans_folder()):
             try:
-                files[load_plan(plan_file).name] = plan_file
+                files.update({plan.name: reference for reference, plan in read_plan_file(plan_file).items()})
             except PlanError:
-                files[plan_file.stem] = plan_file  # shown with its problem
+                files[plan_file.stem] = str(plan_file)  # shown with its problem
         return files
 
-    def plan_file(self, plan: str) -> Path:
+    def plan_file(self, plan: str) -> str:
         plan_file = self.plan_files().get(plan)
         if plan_file is None:
             raise PlanUnavailable(f"There is no migration plan named '{plan}'. The cockpit shows the plans of its "
@@ -87,7 +87,7 @@ class Views:
                     from kafka_migration.hooks.plan import MigrationPlanHook
                     from mirror_engine.observe import FlowView
 
-                    hook = MigrationPlanHook(str(self.plan_file(plan)))
+                    hook = MigrationPlanHook(self.plan_file(plan))
                     view = self._views[plan] = FlowView(hook.plan, *hook.client_configs())
                 return action(view)
             except Exception as error:

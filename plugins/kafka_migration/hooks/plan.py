@@ -8,18 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
-from mirror_engine.plan import ClusterSpec, MigrationPlan, load_plan, render_client_config
+from mirror_engine.mm2 import PlanReference
+from mirror_engine.plan import ClusterSpec, MigrationPlan, render_client_config
 
 
 class MigrationPlanHook:
-    """Loads a plan; each cluster's settings come from its Airflow connection (`conn_id`) or the plan itself."""
+    """Loads a plan (a YAML file, or a flow of an MM2 file: `PlanReference`); each cluster's settings come from its
+    Airflow connection (`conn_id`) or the plan itself."""
 
     def __init__(self, plan_path: str) -> None:
         self.plan_path = plan_path
 
     @cached_property
     def plan(self) -> MigrationPlan:
-        return load_plan(self.plan_path)
+        return PlanReference.parse(self.plan_path).load()
 
     @staticmethod
     def _config(spec: ClusterSpec) -> dict[str, str]:

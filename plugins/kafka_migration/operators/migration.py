@@ -176,13 +176,14 @@ class StartReplicationOperator(MigrationOperator):
     stage = "replicate"
 
     def run(self, context: Any) -> dict:
+        from mirror_engine.mm2 import PlanReference
         from mirror_engine.replication import SupervisionError
 
         hook = self.hook()
         worker = _detached_worker(hook.plan.name)
         try:
-            engine, started = worker.ensure_running(Path(self.plan_path), {**os.environ, **hook.process_env()},
-                                                    worker_prefix="airflow")
+            engine, started = worker.ensure_running(PlanReference.parse(self.plan_path),
+                                                    {**os.environ, **hook.process_env()}, worker_prefix="airflow")
         except SupervisionError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("engine %s (%s), log in %s", "started" if started else "already running", engine.describe(),
