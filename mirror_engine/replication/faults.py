@@ -44,7 +44,9 @@ class Faults:
         """`raised` came out of a target producer's call: True when it is the producer's fatal error, which stops the
         engine (`producer_failed`, `sentence` followed by the error), False for anything else (the caller raises it)."""
         error = kafka_error_raised(raised)
-        if error is None or not error.args[0].fatal():
+        # A produce() on a producer already failed for good is refused with the generic code _FATAL, not flagged
+        # fatal itself: the real reason (a fence, say) is named by the transaction's abort at shutdown.
+        if error is None or not (error.args[0].fatal() or error.args[0].code() == KafkaError._FATAL):
             return False
         self.producer_failed(error.args[0], f"{sentence}: {error.args[0].str()}")
         return True

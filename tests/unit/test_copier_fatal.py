@@ -76,3 +76,14 @@ def test_a_record_refused_by_a_producer_failed_for_good_stops_the_engine_not_the
     copier.copy([Message(topic="t", partition=0, offset=0, value=b"v")])
     assert faults.fatal == FENCED_BY_ANOTHER
     assert not state.failed and state.produced_next == 0  # its record counts as not copied; no reason stored
+
+
+def test_a_record_refused_as_local_fatal_by_a_producer_failed_earlier_stops_the_engine_not_the_partition():
+    """librdkafka refuses a produce() on a producer whose fatal error came first with the generic code _FATAL, not
+    flagged fatal itself (seen when a second run fenced this one between two batches)."""
+    state = PartitionState("t", 0, "t", 0)
+    copier, faults = _copier(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error"),
+                             states={("t", 0): state})
+    copier.copy([Message(topic="t", partition=0, offset=0, value=b"v")])
+    assert "the target producer failed" in faults.fatal and "Fatal error" in faults.fatal
+    assert not state.failed and state.produced_next == 0
