@@ -37,14 +37,17 @@ def test_dags_parse_without_contacting_kafka(monkeypatch):
                          (confluent_kafka.admin, "AdminClient")):
         monkeypatch.setattr(module, name, no_kafka)
     from airflow.dag_processing.dagbag import DagBag
+    from kafka_migration.plan_dags import plan_files, read_plan_file
 
     started = time.perf_counter()
     bag = DagBag(dag_folder=str(DAGS / "migrations.py"))
     seconds = time.perf_counter() - started
     print(f"parsed dags/migrations.py in {seconds:.2f} s")
     assert bag.import_errors == {}
-    plans = sorted(p.stem for p in (ROOT / "migrations").glob("*.yaml"))
-    assert len([d for d in bag.dag_ids if d.startswith("kafka_migration__")]) == len(plans)
+    # Each YAML plan, and each flow of the MM2 example (its plan src-to-tgt).
+    plans = [reference for plan_file in plan_files(ROOT / "migrations") for reference in read_plan_file(plan_file)]
+    assert len([d for d in bag.dag_ids if d.startswith("kafka_migration__")]) == len(plans) == 3
+    assert "kafka_migration__src-to-tgt" in bag.dag_ids
     assert "kafka_migration_backfill" in bag.dag_ids
     demo = bag.get_dag("kafka_migration__demo")
     assert set(demo.params.keys()) >= {"stages", "dry_run", "max_lag_records", "max_lag_s", "groups",

@@ -78,6 +78,12 @@ def _start(config: Path, log: Path) -> subprocess.Popen[str]:
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
 
 
+def _stop(process: subprocess.Popen[str]) -> str:
+    """SIGTERM, as a service manager stops the command; its standard output once every flow has ended."""
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=120)[0]
+
+
 def _wait(condition, what: str, process: subprocess.Popen[str], log: Path, timeout_s: float = 90.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -109,8 +115,7 @@ def test_an_active_active_file_runs_both_flows_in_one_command_without_a_loop(kaf
         assert "running 2 flows, one process each: a->b (pid" in text and "b->a (pid" in text, text[-3000:]
         assert re.search(r"^\[a->b\] ", text, re.M) and re.search(r"^\[b->a\] ", text, re.M), text[-3000:]
     finally:
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=120)
+        out = _stop(process)
     assert process.returncode == 0, log.read_text()[-4000:]
     summaries = {line["flow"]: line for line in map(json.loads, out.splitlines())}
     assert set(summaries) == {"a->b", "b->a"}, out
@@ -197,8 +202,7 @@ def test_a_group_that_failed_over_resumes_on_its_original_cluster_at_its_next_re
         time.sleep(3)
         assert committed_offsets(on_b, group) == {(f"a.{orders}", p): o for p, o in read_on_b.items()}
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=120)
+        _stop(process)
     assert process.returncode == 0, log.read_text()[-3000:]
 
 
@@ -230,8 +234,7 @@ def test_a_flow_that_fails_ends_alone_and_the_others_go_on(kafka_pair, unique_na
         assert "still running: a->b" in log.read_text()
         _wait(lambda: _end_total(b, f"a.{prefix}-orders") == RECORDS, "a->b copied", process, log)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=120)
+        _stop(process)
     assert process.returncode == 1, log.read_text()[-3000:]  # not every flow ended well
 
 
@@ -257,8 +260,7 @@ def test_an_identity_policy_loop_is_refused_before_anything_starts(kafka_pair, u
     try:
         _wait(lambda: _end_total(b, f"{prefix}-orders") == RECORDS, "orders copied under its own name", process, log)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=120)
+        _stop(process)
     assert process.returncode == 0, log.read_text()[-3000:]
 
 
