@@ -17,12 +17,20 @@ from mirror_engine.security import RedactingFilter, masked, printable, printable
 from mirror_engine.version import version_line
 
 if TYPE_CHECKING:
+    from mirror_engine.failback import Failback
     from mirror_engine.prepare import ApplyResult, PreparePlan
 
 
 def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
-    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file). The MM2 reader's
-    warnings are printed, one line each, also when it refuses the file (they may say why)."""
+    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file); with --failback, the plan
+    of its way back (which reads what was switched from the forward plan's target). The MM2 reader's warnings are
+    printed, one line each, also when it refuses the file (they may say why)."""
+    if getattr(args, "failback", False):
+        return _failback_of(args).plan
+    return _forward_plan(args)
+
+
+def _forward_plan(args: argparse.Namespace) -> MigrationPlan:
     if args.mm2_config:
         from mirror_engine.mm2 import Mm2PlanError, read_mm2_config
 
@@ -36,10 +44,18 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
     return load_plan(args.plan)
 
 
+def _failback_of(args: argparse.Namespace) -> Failback:
+    """The way back of the plan of --plan or --mm2-config (`mirror_engine.failback`)."""
+    from mirror_engine.failback import Failback
+
+    plan = _forward_plan(args)
+    return Failback(plan, *_reachable(plan))
+
+
 def load_plans_argument(args: argparse.Namespace) -> list[MigrationPlan]:
     """The plan of --plan, or of --mm2-config's --flow; without --flow, one for every flow the MM2 file enables
     (a file that enables several: active/active, hubs), as MM2's dedicated mode runs them all."""
-    if not args.mm2_config or args.flow:
+    if not args.mm2_config or args.flow or getattr(args, "failback", False):
         return [load_plan_argument(args)]
     from mirror_engine.mm2 import Mm2PlanError, read_mm2_flows
 
@@ -145,7 +161,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     file of several enabled flows, without --flow: each flow in a process of its own (`_run_flow_set`)."""
     from mirror_engine.replication import EngineError, default_worker_id, run_flow
 
-    plans = load_plans_argument(args)
+    if args.failback:  # the way back's start stored first (once: a rerun goes on from its progress)
+        way_back = _failback_of(args)
+        print(way_back.prepare().render())
+        plans = [way_back.plan]
+    else:
+        plans = load_plans_argument(args)
     if len(plans) > 1:
         return _run_flow_set(args, [f"{plan.source.alias}->{plan.target.alias}" for plan in plans])
     plan = plans[0]
@@ -259,8 +280,16 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
     from mirror_engine.cutover import GroupSwitcher, SwitchError
 
     plan = load_plan_argument(args)
-    switcher = GroupSwitcher(plan, *_reachable(plan),
-                             fence_option="--fence" if args.fence else "cutover.fence: true in the plan")
+    if args.failback and args.rollback:
+        print("error: --rollback and --failback: a group moved back by the way back comes back to the target with "
+              "a new migration, not a rollback; give one of them", file=sys.stderr)
+        return 2
+    if args.failback:
+        from mirror_engine.failback import GroupSwitcherBack as switcher_class
+    else:
+        switcher_class = GroupSwitcher
+    switcher = switcher_class(plan, *_reachable(plan),
+                              fence_option="--fence" if args.fence else "cutover.fence: true in the plan")
     try:
         if args.rollback:
             report = switcher.rollback(args.group, timeout_s=args.timeout)
@@ -284,6 +313,26 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
     _switch_output(report, args.report)
+    return 0
+
+
+def _cmd_failback(args: argparse.Namespace) -> int:
+    """Where the way back of each switched partition starts, stored (or only said, with --dry-run), and the write
+    fences of the switched topics lifted on the source; the commands that follow, printed."""
+    way_back = _failback_of(args)
+    preparation = way_back.prepare(dry_run=args.dry_run)
+    print(preparation.render())
+    if args.json:
+        print(json.dumps({"plan": way_back.plan.name, "dry_run": args.dry_run,
+                          "starts": [{"topic": s.topic, "partition": s.partition, "target_position": s.target_position,
+                                      "records_back": s.records_back, "source_end": s.source_end}
+                                     for s in preparation.starts],
+                          "already_started": [f"{t}[{p}]" for t, p in preparation.already_started],
+                          "unfenced_topics": preparation.unfenced_topics}))
+    if not args.dry_run:
+        where = f"--plan {args.plan}" if args.plan else f"--mm2-config {args.mm2_config} --flow {args.flow}"
+        print(f"next, each with `{where} --failback`: run (the copy back), switch-group --group G (each group), "
+              "switch-producers --topic T (each topic), then flows stop")
     return 0
 
 
@@ -316,6 +365,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
             print(render_flow_status(statuses))
         problems = problems or bool(flow_problems(statuses))
     return 1 if problems else 0
+
+
+def _add_failback(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--failback", action="store_true",
+                        help="act on the plan's way back after its cutover (target to source; see `failback`)")
 
 
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
@@ -362,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="loopback port of /status and /metrics (default engine.status_port; 0: any free)")
         parser_.add_argument("--status-host", help="address to serve them on (default engine.status_host, "
                                                    "127.0.0.1)")
+        _add_failback(parser_)
         parser_.set_defaults(handler=_cmd_run)
     run.add_argument("--until-caught-up", action="store_true", help="stop once everything has been copied")
     worker.add_argument("--worker-id",
@@ -373,10 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
                                               "wherever it runs, through the flow's control topic")
     flows.add_argument("action", choices=tuple(FLOW_ACTIONS))
     _add_plan_source(flows)
+    _add_failback(flows)
     flows.set_defaults(handler=_cmd_flows)
 
     status = commands.add_parser("status", help="the flow's workers and lag per topic, from the status topic")
     _add_plan_source(status)
+    _add_failback(status)
     status.add_argument("--window", type=float, default=300.0, help="seconds of status history to read")
     status.set_defaults(handler=_cmd_status)
 
@@ -399,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     switch_group = commands.add_parser(
         "switch-group", help="move a consumer group to the target at exactly its next records, verified")
     _add_plan_source(switch_group)
+    _add_failback(switch_group)
     switch_group.add_argument("--group", required=True)
     switch_group.add_argument("--fence", action="store_true",
                               help="deny READ on the group on the source first, so old consumers cannot come back")
@@ -412,12 +470,22 @@ def build_parser() -> argparse.ArgumentParser:
         "switch-producers", help="wait until a topic is idle on the source (or fence writes), copy it to the end "
                                  "and stop copying it, so its producers can write to the target")
     _add_plan_source(switch_producers)
+    _add_failback(switch_producers)
     switch_producers.add_argument("--topic", required=True, help="the topic's name on the source")
     switch_producers.add_argument("--fence", action="store_true", help="deny WRITE on the topic on the source")
     switch_producers.add_argument("--idle-seconds", type=float, help="default cutover.producer_idle_s")
     switch_producers.add_argument("--timeout", type=float, help="seconds to wait (default cutover.wait_timeout_s)")
     switch_producers.add_argument("--report", help="also write the report as JSON to this file")
     switch_producers.set_defaults(handler=_cmd_switch_producers)
+
+    failback = commands.add_parser(
+        "failback", help="start the way back after a cutover: each partition of the topics whose producers were "
+                         "switched is copied back to the source from the first record the target received since "
+                         "(stored here, copied by `run --failback`); the source's write fences of those topics "
+                         "are lifted")
+    _add_plan_source(failback)
+    failback.add_argument("--dry-run", action="store_true", help="say where the way back starts, change nothing")
+    failback.set_defaults(handler=_cmd_failback)
     return parser
 
 
@@ -435,6 +503,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ClusterUnreachable, KafkaException) as error:
         print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 3
+    except RuntimeError as error:
+        from mirror_engine.failback import FailbackError
+
+        if not isinstance(error, FailbackError):
+            raise
+        print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
+        return 1
 
 
 def _in_file(args: argparse.Namespace, message: str) -> str:

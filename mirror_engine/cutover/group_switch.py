@@ -198,6 +198,7 @@ class GroupSwitcher:
         switch_started = ready.stopped_at or done_at  # the group seen stopped on the source
         wait_empty, wait_copied = switch_started - waited, done_at - switch_started
         final, target_offsets = ready.final, dict(ready.translation.translated)
+        self._before_commit(group)
         commit_offsets(self.target_admin, group, target_offsets)
         readback = committed_offsets(self.target_admin, group)
         wrong = {k: (v, readback.get(k)) for k, v in target_offsets.items() if readback.get(k) != v}
@@ -213,6 +214,10 @@ class GroupSwitcher:
                                    wait_copied, committed_s, time.monotonic() - switch_started, partitions)
         self._store(report)
         return report
+
+    def _before_commit(self, group: str) -> None:
+        """What a switch does on the target right before it commits the group's offsets there (the way back lifts the
+        group's fence: `mirror_engine.failback`)."""
 
     def already_switched(self, group: str) -> GroupSwitchReport | None:
         """The stored report of `group`'s finished switch to the target while the group has not come back to the

@@ -114,6 +114,10 @@ class PartitionOffsetMap:
         if following < len(ups) and downs[following] - ups[following] == downs[i] - ups[i]:
             del ups[following], downs[following]
 
+    def syncs(self) -> list[tuple[int, int]]:
+        """The syncs held, (upstream, downstream) in upstream order: every change of delta."""
+        return list(zip(self._upstream, self._downstream, strict=True))
+
     def set_positions(self, copied_position: int, target_position: int) -> None:
         """Advance P and T. Positions never move backwards: a value below the current one is ignored."""
         _require_offset("copied_position", copied_position)

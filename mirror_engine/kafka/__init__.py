@@ -22,7 +22,14 @@ from mirror_engine.kafka.clusters import (
     first_connection,
 )
 from mirror_engine.kafka.concurrent_reads import at_once, beside
-from mirror_engine.kafka.fencing import FENCE_OPTION, fence_problem, has_authorizer, place_fence, remove_fence
+from mirror_engine.kafka.fencing import (
+    FENCE_OPTION,
+    fence_in_force,
+    fence_problem,
+    has_authorizer,
+    place_fence,
+    remove_fence,
+)
 from mirror_engine.kafka.groups import (
     ENGINE_GROUP_PREFIX,
     GroupError,
@@ -125,6 +132,7 @@ __all__ = [
     "describe_topic_configs",
     "desired_target_acls",
     "existing_topics",
+    "fence_in_force",
     "fence_problem",
     "first_connection",
     "group_description",

@@ -77,6 +77,11 @@ def place_fence(admin: AdminClient, acl: Acl, alias: str, subject: str, option: 
     return problem
 
 
+def fence_in_force(admin: AdminClient, acl: Acl) -> bool:
+    """The fence ACL exists (False on a cluster without an authorizer, or for a principal that may not list ACLs)."""
+    return has_authorizer(admin) and bool(_existing(admin, acl))
+
+
 def remove_fence(admin: AdminClient, acl: Acl) -> bool:
     """Remove the fence ACL where one is in force; True if one was removed. Nothing is asked of a source
     without an authorizer (no fence can exist there), nor of a principal that may not list ACLs when no fence

@@ -1,0 +1,154 @@
+"""The way back after a cutover, on real brokers: a migration switches groups and producers, producers write on the
+target, then the failback copies those records back and moves groups and producers back, exactly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from mirror_engine.cutover import GroupSwitcher, switch_producers
+from mirror_engine.failback import Failback, FailbackError, GroupSwitcherBack, failback_plan
+from mirror_engine.flow import InternalTopics
+from mirror_engine.kafka import admin_client, committed_offsets, existing_topics
+from mirror_engine.replication import Replicator
+from tests.integration.kafka_data import produce, produce_transactions, read_partition
+from tests.integration.plans import create_topics, make_plan
+
+pytestmark = pytest.mark.integration
+
+NOW = int(time.time() * 1000)
+
+
+def _read(config: dict, group: str, topic: str, wanted: dict[int, int], timeout_s: float = 60) -> dict:
+    """Read as `group` until it has `wanted[p]` records of each partition p (None: to the partition's end); commit
+    the offset after the last record read of each partition and leave. The records, by partition."""
+    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    read: dict[int, list[tuple]] = defaultdict(list)
+    last: dict[int, int] = {}
+    ended: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+
+    def done() -> bool:
+        return all(p in ended if count is None else len(read[p]) >= count for p, count in wanted.items())
+
+    try:
+        while not done():
+            assert time.monotonic() < deadline, f"group {group} read only {dict(read)}"
+            for message in consumer.consume(100, timeout=0.5):
+                if message.error() is not None:
+                    assert message.error().code() == KafkaError._PARTITION_EOF, message.error().str()
+                    ended.add(message.partition())
+                    continue
+                partition = message.partition()
+                count = wanted.get(partition)
+                if count is not None and len(read[partition]) >= count:
+                    continue  # read past what was wanted: not committed, read again by the next reader
+                ended.discard(partition)
+                read[partition].append((message.key(), message.value(), tuple(message.headers() or ()),
+                                        message.timestamp()[1]))
+                last[partition] = message.offset()
+        consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return read
+
+
+def _engine(plan, source_config: dict, target_config: dict) -> tuple[Replicator, threading.Thread]:
+    replicator = Replicator(plan, source_config, target_config)
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 300}, daemon=True)
+    runner.start()
+    return replicator, runner
+
+
+def _wait_until(condition, failure: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.2)
+
+
+def _stop(replicator: Replicator, runner: threading.Thread) -> None:
+    replicator.stop()
+    runner.join(60)
+    assert not runner.is_alive() and not replicator.fatal, replicator.fatal
+
+
+def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_source_and_groups_exact(
+        kafka_pair, unique_name):
+    source, target = kafka_pair
+    sc, tc = source.client_config(), target.client_config()
+    topic = f"{unique_name}-orders"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    # Commit markers among the source's records, and (exactly-once) among the target's: no offset is the same on
+    # both sides, so every translation is tested, both ways.
+    produce_transactions(source, topic, 2, transactions=10, per_transaction=20, abort_every=4,
+                         transactional_id=f"{unique_name}-txn")
+    produce(source, topic, [(i % 2, b"k%d" % i, b"plain-%d" % i, [("h", b"%d" % i)], NOW + i) for i in range(100)])
+    plan = make_plan(source, target, topic, engine={"exactly_once": True, "refresh_interval_s": 2})
+    original = {p: [r.content() for r in read_partition(source, topic, p)] for p in (0, 1)}
+
+    # The way there: groups read part of the source, switch; producers switch; the forward engine stops.
+    behind = _read(sc, f"{unique_name}-behind", topic, {0: 30, 1: 20})
+    caught_up = _read(sc, f"{unique_name}-caught", topic, {0: None, 1: None})
+    forward = _engine(plan, sc, tc)
+    try:
+        _wait_until(lambda: existing_topics(admin_client(tc), [topic]), "the forward engine created no target topic")
+        switcher = GroupSwitcher(plan, sc, tc)
+        for group in (f"{unique_name}-behind", f"{unique_name}-caught"):
+            assert switcher.switch(group, timeout_s=120).ok
+        switch_producers(plan, sc, tc, topic, idle_s=1, timeout_s=120)
+    finally:
+        _stop(*forward)
+
+    # The failback is refused while nothing was switched on another plan, and changes nothing there.
+    unswitched = make_plan(source, target, f"{unique_name}-none", name="other")
+    with pytest.raises(FailbackError, match="never switched producers"):
+        Failback(unswitched, sc, tc)
+    assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(failback_plan(unswitched, ["x"])).progress])
+
+    # Producers write on the target; the caught-up group reads part of it there.
+    produce(target, topic, [(i % 2, b"t%d" % i, b"on-target-%d" % i, [("h", b"t")], NOW + 10_000 + i)
+                            for i in range(120)])
+    on_target = _read(tc, f"{unique_name}-caught", topic, {0: 25, 1: 35})
+
+    # The way back.
+    way_back = Failback(plan, sc, tc)
+    preparation = way_back.prepare(dry_run=True)
+    assert sum(start.records_back for start in preparation.starts) >= 120
+    assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(way_back.plan).progress])
+    preparation = way_back.prepare()
+    assert not way_back.prepare().starts, "a second prepare stored the start again"
+    back = _engine(way_back.plan, tc, sc)
+    try:
+        produce(target, topic, [(i % 2, b"u%d" % i, b"later-%d" % i, None, NOW + 20_000 + i) for i in range(40)])
+        report = switch_producers(way_back.plan, tc, sc, topic, idle_s=1, timeout_s=120)
+        assert report.copied == report.end_offsets
+        switcher = GroupSwitcherBack(way_back.plan, tc, sc)
+        reports = {group: switcher.switch(group, timeout_s=120)
+                   for group in (f"{unique_name}-behind", f"{unique_name}-caught")}
+        assert all(r.ok for r in reports.values()), [r.render() for r in reports.values()]
+    finally:
+        _stop(*back)
+
+    # Every record of both clusters is on the source once, in order: the source's own, then the target's own.
+    written_on_target = {p: [r.content() for r in read_partition(target, topic, p)][len(original[p]):]
+                         for p in (0, 1)}
+    assert sum(len(records) for records in written_on_target.values()) == 160
+    for p in (0, 1):
+        assert [r.content() for r in read_partition(source, topic, p)] == original[p] + written_on_target[p]
+
+    # Each group goes on on the source at its next record: with what it read before, each record once.
+    assert committed_offsets(admin_client(sc), f"{unique_name}-caught")
+    after = {group: _read(sc, group, topic, {0: None, 1: None}) for group in (f"{unique_name}-behind",
+                                                                             f"{unique_name}-caught")}
+    for p in (0, 1):
+        whole = original[p] + written_on_target[p]
+        assert behind[p] + after[f"{unique_name}-behind"][p] == whole, f"behind[{p}]"
+        assert caught_up[p] + on_target[p] + after[f"{unique_name}-caught"][p] == whole, f"caught[{p}]"
