@@ -3,25 +3,32 @@ target, then the failback copies those records back and moves groups and produce
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
 
 import pytest
+import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from mirror_engine.cutover import GroupSwitcher, switch_producers
 from mirror_engine.failback import Failback, FailbackError, GroupSwitcherBack, failback_plan
 from mirror_engine.flow import InternalTopics
-from mirror_engine.kafka import admin_client, committed_offsets, existing_topics
+from mirror_engine.kafka import admin_client, committed_offsets, existing_topics, list_offsets
+from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, produce_transactions, read_partition
-from tests.integration.plans import create_topics, make_plan
+from tests.integration.plans import create_topics, make_plan, plan_dict
 
 pytestmark = pytest.mark.integration
 
 NOW = int(time.time() * 1000)
+WRITTEN_ON_TARGET = 120_000  # records producers write on the target after the cutover, in the kill -9 test
 
 
 def _read(config: dict, group: str, topic: str, wanted: dict[int, int], timeout_s: float = 60) -> dict:
@@ -152,3 +159,120 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
         whole = original[p] + written_on_target[p]
         assert behind[p] + after[f"{unique_name}-behind"][p] == whole, f"behind[{p}]"
         assert caught_up[p] + on_target[p] + after[f"{unique_name}-caught"][p] == whole, f"caught[{p}]"
+
+
+def _cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mirror_engine.cli", *args], capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refuses_bad_input_changing_nothing(
+        kafka_pair, unique_name, tmp_path):
+    source, target = kafka_pair
+    sc, tc = source.client_config(), target.client_config()
+    topic = f"{unique_name}-orders"
+    create_topics(source, [NewTopic(topic, 2, 1)])
+    produce(source, topic, [(i % 2, b"k%d" % i, b"source-%d" % i, None, NOW + i) for i in range(200)])
+    # Progress stored four times a second: each kill lands with most of the copy back still ahead.
+    # Small batches: the copy back of the target's records takes seconds, not a fraction of one.
+    data = plan_dict(source, target, topic, engine={"progress_interval_s": 0.25, "refresh_interval_s": 2,
+                                                    "batch_size": 100})
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    plan = plan_from_dict(data)
+    group = f"{unique_name}-app"
+
+    # Before anything was switched: a sentence, exit 1, nothing created on the source.
+    refused = _cli("failback", "--plan", str(plan_file))
+    assert refused.returncode == 1 and "never switched producers" in refused.stderr, refused.stderr
+    back_topics = InternalTopics.for_plan(failback_plan(plan, [topic]))
+    assert not existing_topics(admin_client(sc), [back_topics.progress, back_topics.control])
+
+    # The way there, from the command line.
+    first = _read(sc, group, topic, {0: 40, 1: 60})
+    forward = subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_until(lambda: existing_topics(admin_client(tc), [topic]), "the forward engine created no target topic")
+        for command in (["switch-group", "--group", group], ["switch-producers", "--topic", topic,
+                                                               "--idle-seconds", "1"]):
+            done = _cli(*command, "--plan", str(plan_file))
+            assert done.returncode == 0, done.stderr
+    finally:
+        forward.terminate()
+        assert forward.wait(60) == 0
+    produce(target, topic, [(i % 2, b"t%d" % i, b"target-%d" % i, None, NOW + 10_000 + i)
+                            for i in range(WRITTEN_ON_TARGET)])
+    on_target = _read(tc, group, topic, {0: 500, 1: 700})
+
+    # A source cluster that does not answer: a sentence naming it, nothing changed.
+    gone = plan_dict(source, target, topic)
+    gone["source"]["bootstrap_servers"] = "127.0.0.1:1"
+    gone_file = tmp_path / "gone.yaml"
+    gone_file.write_text(yaml.safe_dump(gone))
+    unreachable = _cli("failback", "--plan", str(gone_file))
+    assert unreachable.returncode == 3 and "'src'" in unreachable.stderr, unreachable.stderr
+
+    dry = _cli("failback", "--plan", str(plan_file), "--dry-run")
+    assert dry.returncode == 0 and "would store the start of 2 partition(s)" in dry.stdout, dry.stdout + dry.stderr
+    assert not existing_topics(admin_client(sc), [back_topics.progress])
+    started = _cli("failback", "--plan", str(plan_file))
+    assert started.returncode == 0 and "stored the start of 2 partition(s)" in started.stdout, started.stderr
+
+    # The copy back, killed three times while it copies (as soon as it moved), then run again to its end.
+    command = [sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file), "--failback"]
+    admin, total = admin_client(sc), 200 + WRITTEN_ON_TARGET
+    landed = _landed(admin, topic)
+    for kill in range(3):
+        engine = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while _landed(admin, topic) == landed and engine.poll() is None:
+            assert time.monotonic() < deadline, f"kill {kill + 1}: the copy back did not move"
+            time.sleep(0.02)
+        os.kill(engine.pid, signal.SIGKILL)
+        engine.wait(30)
+        landed = _landed(admin, topic)
+        assert landed < total, f"kill {kill + 1}: the copy back ended before it was killed"
+    last = _cli("run", "--plan", str(plan_file), "--failback", "--until-caught-up", "--max-seconds", "240",
+                timeout_s=300)
+    assert last.returncode == 0, last.stderr[-2000:]
+    switched = _cli("switch-group", "--plan", str(plan_file), "--failback", "--group", group)
+    assert switched.returncode == 0 and "verified" in switched.stdout, switched.stdout + switched.stderr
+
+    # Every record of both clusters is on the source once, in order; the group, which read part of the source,
+    # then part of the target's own records, reads on from its next record on the source: nothing again, nothing
+    # skipped.
+    after = _read(sc, group, topic, {0: None, 1: None})
+    for p in (0, 1):
+        whole = [r.content() for r in read_partition(source, topic, p)]
+        assert whole == [r.content() for r in read_partition(target, topic, p)], f"partition {p}"
+        assert len(whole) == (200 + WRITTEN_ON_TARGET) // 2
+        assert first[p] + on_target[p] + after[p] == whole, f"partition {p}"
+
+
+def _landed(admin, topic: str) -> int:
+    """The source topic's records (its end offsets: at-least-once writes no markers)."""
+    return sum(list_offsets(admin, [TopicPartition(topic, p) for p in (0, 1)], OffsetSpec.latest()).values())
+
+
+def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kafka_pair, unique_name):
+    source, target = kafka_pair
+    sc, tc = source.client_config(), target.client_config()
+    kept, deleted = f"{unique_name}-kept", f"{unique_name}-deleted"
+    create_topics(source, [NewTopic(kept, 1, 1), NewTopic(deleted, 1, 1)])
+    for topic in (kept, deleted):
+        produce(source, topic, [(0, b"k", b"v%d" % i, None, NOW + i) for i in range(20)])
+    plan = make_plan(source, target, f"{unique_name}-", engine={"refresh_interval_s": 2})
+    forward = _engine(plan, sc, tc)
+    try:
+        for topic in (kept, deleted):
+            switch_producers(plan, sc, tc, topic, idle_s=0.5, timeout_s=120)
+    finally:
+        _stop(*forward)
+    target_admin = admin_client(tc)
+    target_admin.delete_topics([deleted])[deleted].result()
+    _wait_until(lambda: not existing_topics(admin_client(tc), [deleted]), "the target topic was not deleted")
+    way_back = Failback(plan, sc, tc)
+    with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan 'test' no longer exists on the target"):
+        way_back.prepare()
+    assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(way_back.plan).progress])
