@@ -32,6 +32,16 @@ def test_switch_benchmark_runs_at_a_tiny_size():
     assert all(row[-2:] == ["0", "0"] for row in rows), f"records re-read or skipped after a switch: {rows}"
 
 
+def test_failback_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "failback.py"), "--topics", "1", "--partitions", "2",
+                             "--records", "400", "--back", "400", "--groups", "1"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    figures = lines[lines.index(next(line for line in lines if line.startswith("prepare s"))) + 1].split()
+    assert len(figures) == 8 and all(re.fullmatch(r"[\d,.]+", figure) for figure in figures), result.stdout
+
+
 def test_soak_memory_benchmark_runs_at_a_tiny_size():
     # The engine as it is, and once through engine_with_settings.py (client settings, mallopt, trim, heap report).
     tried = ("tried,consumer.queued.min.messages=1000,producer.queue.buffering.max.messages=1000,"
