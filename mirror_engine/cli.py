@@ -22,15 +22,8 @@ if TYPE_CHECKING:
 
 
 def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
-    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file); with --failback, the plan
-    of its way back (which reads what was switched from the forward plan's target). The MM2 reader's warnings are
-    printed, one line each, also when it refuses the file (they may say why)."""
-    if getattr(args, "failback", False):
-        return _failback_of(args).plan
-    return _forward_plan(args)
-
-
-def _forward_plan(args: argparse.Namespace) -> MigrationPlan:
+    """The plan named by --plan (YAML) or --mm2-config (a MirrorMaker 2 properties file). The MM2 reader's
+    warnings are printed, one line each, also when it refuses the file (they may say why)."""
     if args.mm2_config:
         from mirror_engine.mm2 import Mm2PlanError, read_mm2_config
 
@@ -48,14 +41,24 @@ def _failback_of(args: argparse.Namespace) -> Failback:
     """The way back of the plan of --plan or --mm2-config (`mirror_engine.failback`)."""
     from mirror_engine.failback import Failback
 
-    plan = _forward_plan(args)
+    plan = load_plan_argument(args)
     return Failback(plan, *_reachable(plan))
+
+
+def _plan_and_clusters(args: argparse.Namespace) -> tuple[MigrationPlan, dict[str, str], dict[str, str]]:
+    """The command's plan and both clusters' settings, once both answered; with --failback, the way back's plan and
+    settings (it reads what was switched from the forward plan's target)."""
+    if getattr(args, "failback", False):
+        way_back = _failback_of(args)
+        return way_back.plan, *way_back.client_configs()
+    plan = load_plan_argument(args)
+    return plan, *_reachable(plan)
 
 
 def load_plans_argument(args: argparse.Namespace) -> list[MigrationPlan]:
     """The plan of --plan, or of --mm2-config's --flow; without --flow, one for every flow the MM2 file enables
     (a file that enables several: active/active, hubs), as MM2's dedicated mode runs them all."""
-    if not args.mm2_config or args.flow or getattr(args, "failback", False):
+    if not args.mm2_config or args.flow:
         return [load_plan_argument(args)]
     from mirror_engine.mm2 import Mm2PlanError, read_mm2_flows
 
@@ -175,7 +178,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if overrides:
         plan = plan.model_copy(update={"engine": plan.engine.model_copy(update=overrides)})
     worker_id = (args.worker_id or default_worker_id()) if args.command == "worker" else None
-    source_config, target_config, clusters = _described(plan)
+    if args.failback:
+        source_config, target_config = way_back.client_configs()
+        clusters = describe_plan_clusters(plan, source_config, target_config)
+    else:
+        source_config, target_config, clusters = _described(plan)
     try:
         summary = run_flow(plan, source_config, target_config, worker_id=worker_id, clusters=clusters,
                            max_seconds=args.max_seconds, until_caught_up=args.until_caught_up)
@@ -279,7 +286,6 @@ def _switch_output(report: object, path: str | None) -> None:
 def _cmd_switch_group(args: argparse.Namespace) -> int:
     from mirror_engine.cutover import GroupSwitcher, SwitchError
 
-    plan = load_plan_argument(args)
     if args.failback and args.rollback:
         print("error: --rollback and --failback: a group moved back by the way back comes back to the target with "
               "a new migration, not a rollback; give one of them", file=sys.stderr)
@@ -288,7 +294,8 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
         from mirror_engine.failback import GroupSwitcherBack as switcher_class
     else:
         switcher_class = GroupSwitcher
-    switcher = switcher_class(plan, *_reachable(plan),
+    plan, source_config, target_config = _plan_and_clusters(args)
+    switcher = switcher_class(plan, source_config, target_config,
                               fence_option="--fence" if args.fence else "cutover.fence: true in the plan")
     try:
         if args.rollback:
@@ -305,10 +312,10 @@ def _cmd_switch_group(args: argparse.Namespace) -> int:
 def _cmd_switch_producers(args: argparse.Namespace) -> int:
     from mirror_engine.cutover import SwitchError, switch_producers
 
-    plan = load_plan_argument(args)
+    plan, source_config, target_config = _plan_and_clusters(args)
     try:
-        report = switch_producers(plan, *_reachable(plan), args.topic, fence=args.fence, idle_s=args.idle_seconds,
-                                  timeout_s=args.timeout)
+        report = switch_producers(plan, source_config, target_config, args.topic, fence=args.fence,
+                                  idle_s=args.idle_seconds, timeout_s=args.timeout)
     except SwitchError as error:
         print(f"error: {redact(str(error))}", file=sys.stderr)
         return 1
@@ -339,8 +346,7 @@ def _cmd_failback(args: argparse.Namespace) -> int:
 def _cmd_flows(args: argparse.Namespace) -> int:
     from mirror_engine.flow import ControlChannel
 
-    plan = load_plan_argument(args)
-    _source, target_config = _reachable(plan)
+    plan, _source, target_config = _plan_and_clusters(args)
     state = FLOW_ACTIONS[args.action]
     ControlChannel(plan, target_config).set_flow_state(state)
     print(f"flow {plan.source.alias}->{plan.target.alias} of plan '{plan.name}': {state} "
@@ -352,8 +358,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from mirror_engine.observe import flow_problems, read_worker_statuses, render_flow_status, replication_lag
 
     problems = False
-    for plan in load_plans_argument(args):  # an MM2 file's every enabled flow, without --flow
-        source_config, target_config = _reachable(plan)
+    flows = [_plan_and_clusters(args)] if args.failback else \
+        [(plan, *_reachable(plan)) for plan in load_plans_argument(args)]  # an MM2 file's every flow, without --flow
+    for plan, source_config, target_config in flows:
         statuses = read_worker_statuses(plan, target_config, window_s=args.window)
         if args.json:
             lag = replication_lag(plan, source_config, target_config)

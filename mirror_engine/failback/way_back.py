@@ -99,6 +99,11 @@ class Failback:
         self.topics = self._switched_topics()
         self.plan = failback_plan(plan, self.topics)
 
+    def client_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The way back's (source, target) settings: the forward plan's, swapped. (Its plan's own `client_configs`
+        would read a launcher's MIRROR_ENGINE_*_CONFIG, which name the forward plan's clusters.)"""
+        return self.target_config, self.source_config
+
     def _switched_topics(self) -> list[str]:
         control = ControlChannel(self.forward, self.target_config)
         try:

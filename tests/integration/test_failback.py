@@ -98,7 +98,8 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
     produce_transactions(source, topic, 2, transactions=10, per_transaction=20, abort_every=4,
                          transactional_id=f"{unique_name}-txn")
     produce(source, topic, [(i % 2, b"k%d" % i, b"plain-%d" % i, [("h", b"%d" % i)], NOW + i) for i in range(100)])
-    plan = make_plan(source, target, topic, engine={"exactly_once": True, "refresh_interval_s": 2})
+    plan = make_plan(source, target, topic, name=f"back{unique_name[-8:]}",
+                     engine={"exactly_once": True, "refresh_interval_s": 2})
     original = {p: [r.content() for r in read_partition(source, topic, p)] for p in (0, 1)}
 
     # The way there: groups read part of the source, switch; producers switch; the forward engine stops.
@@ -115,7 +116,7 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
         _stop(*forward)
 
     # The failback is refused while nothing was switched on another plan, and changes nothing there.
-    unswitched = make_plan(source, target, f"{unique_name}-none", name="other")
+    unswitched = make_plan(source, target, f"{unique_name}-none", name=f"other{unique_name[-8:]}")
     with pytest.raises(FailbackError, match="never switched producers"):
         Failback(unswitched, sc, tc)
     assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(failback_plan(unswitched, ["x"])).progress])
@@ -175,8 +176,8 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
     produce(source, topic, [(i % 2, b"k%d" % i, b"source-%d" % i, None, NOW + i) for i in range(200)])
     # Progress stored four times a second: each kill lands with most of the copy back still ahead.
     # Small batches: the copy back of the target's records takes seconds, not a fraction of one.
-    data = plan_dict(source, target, topic, engine={"progress_interval_s": 0.25, "refresh_interval_s": 2,
-                                                    "batch_size": 100})
+    data = plan_dict(source, target, topic, name=f"cli{unique_name[-8:]}",
+                     engine={"progress_interval_s": 0.25, "refresh_interval_s": 2, "batch_size": 100})
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(data))
     plan = plan_from_dict(data)
@@ -262,7 +263,8 @@ def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kaf
     create_topics(source, [NewTopic(kept, 1, 1), NewTopic(deleted, 1, 1)])
     for topic in (kept, deleted):
         produce(source, topic, [(0, b"k", b"v%d" % i, None, NOW + i) for i in range(20)])
-    plan = make_plan(source, target, f"{unique_name}-", engine={"refresh_interval_s": 2})
+    plan = make_plan(source, target, f"{unique_name}-", name=f"gone{unique_name[-8:]}",
+                     engine={"refresh_interval_s": 2})
     forward = _engine(plan, sc, tc)
     try:
         for topic in (kept, deleted):
@@ -273,6 +275,6 @@ def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kaf
     target_admin.delete_topics([deleted])[deleted].result()
     _wait_until(lambda: not existing_topics(admin_client(tc), [deleted]), "the target topic was not deleted")
     way_back = Failback(plan, sc, tc)
-    with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan 'test' no longer exists on the target"):
+    with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan '{plan.name}' no longer exists on the target"):
         way_back.prepare()
     assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(way_back.plan).progress])

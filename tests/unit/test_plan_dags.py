@@ -127,3 +127,17 @@ def test_a_plan_reference_names_a_yaml_plan_or_an_mm2_files_flow_and_its_command
     assert yaml_plan.cli_arguments() == ["--plan", str(Path("plans/shop.yaml").resolve())]
     assert flow.cli_arguments() == ["--mm2-config", str(Path("plans/mm2.properties").resolve()), "--flow", "a->b"]
     assert PlanReference.parse("plans/mm2.properties").cli_arguments()[2:] == []  # the file's one flow
+
+
+def test_a_plan_reference_names_the_way_back_of_a_plan_and_passes_it_on_to_the_command():
+    from mirror_engine.mm2 import PlanReference
+
+    yaml_back = PlanReference.parse("plans/shop.yaml#failback")
+    flow_back = PlanReference.parse("plans/mm2.properties#a->b#failback")
+    assert (yaml_back.path, yaml_back.flow, yaml_back.failback) == (Path("plans/shop.yaml"), None, True)
+    assert (flow_back.path, flow_back.flow, flow_back.failback) == (Path("plans/mm2.properties"), "a->b", True)
+    assert str(flow_back) == "plans/mm2.properties#a->b#failback"
+    assert PlanReference.parse("plans/shop.yaml").way_back() == yaml_back
+    assert yaml_back.cli_arguments()[-1] == "--failback" and flow_back.cli_arguments()[-3:] == ["--flow", "a->b",
+                                                                                              "--failback"]
+    assert not PlanReference.parse("plans/mm2.properties#a->b").failback

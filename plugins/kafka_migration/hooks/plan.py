@@ -5,23 +5,38 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
 from mirror_engine.mm2 import PlanReference
 from mirror_engine.plan import ClusterSpec, MigrationPlan, render_client_config
 
+if TYPE_CHECKING:
+    from mirror_engine.failback import Failback
+
 
 class MigrationPlanHook:
     """Loads a plan (a YAML file, or a flow of an MM2 file: `PlanReference`); each cluster's settings come from its
-    Airflow connection (`conn_id`) or the plan itself."""
+    Airflow connection (`conn_id`) or the plan itself. A way back (`#failback`) is built from its forward plan and
+    what that plan's target holds (`mirror_engine.failback`): its clusters are the forward plan's, swapped."""
 
     def __init__(self, plan_path: str) -> None:
         self.plan_path = plan_path
+        self.reference = PlanReference.parse(plan_path)
+
+    @cached_property
+    def failback(self) -> Failback | None:
+        """The way back of the referenced plan, for a `#failback` reference; None otherwise."""
+        if not self.reference.failback:
+            return None
+        from mirror_engine.failback import Failback
+
+        forward = self.reference.load()
+        return Failback(forward, *self._rendered(forward))
 
     @cached_property
     def plan(self) -> MigrationPlan:
-        return PlanReference.parse(self.plan_path).load()
+        return self.failback.plan if self.failback is not None else self.reference.load()
 
     @staticmethod
     def _config(spec: ClusterSpec) -> dict[str, str]:
@@ -35,16 +50,20 @@ class MigrationPlanHook:
 
     def client_configs(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """confluent-kafka settings rendered from the security model; refused settings fail here."""
-        source, target = self.raw_client_configs()
+        return self._rendered(self.plan)
+
+    def _rendered(self, plan: MigrationPlan) -> tuple[dict[str, Any], dict[str, Any]]:
         where = {spec.alias: (f"connection '{spec.conn_id}' extra" if spec.conn_id else "client")
-                 for spec in (self.plan.source, self.plan.target)}
-        return (render_client_config(self.plan.source.alias, source, where[self.plan.source.alias]),
-                render_client_config(self.plan.target.alias, target, where[self.plan.target.alias]))
+                 for spec in (plan.source, plan.target)}
+        return (render_client_config(plan.source.alias, self._config(plan.source), where[plan.source.alias]),
+                render_client_config(plan.target.alias, self._config(plan.target), where[plan.target.alias]))
 
     def process_env(self) -> dict[str, str]:
         """Environment for a process started for this plan (engine, spark-submit): the settings as JSON, so
         secrets travel in the child's environment, never on a command line, in a file or in the log."""
         source, target = self.raw_client_configs()
+        if self.failback is not None:  # the child builds the way back from the forward plan, whose clusters these name
+            source, target = target, source
         return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}
 
     def job_env(self, directory: Path) -> tuple[dict[str, str], list[Path]]:
@@ -71,11 +90,12 @@ def load_plan_or_fail(plan_path: str) -> MigrationPlanHook:
     """A hook whose plan is loaded now, so that a bad plan fails the task at once with every problem listed."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from mirror_engine.failback import FailbackError
     from mirror_engine.plan import PlanError
 
     hook = MigrationPlanHook(plan_path)
     try:
         hook.plan  # noqa: B018 - loads and validates it
-    except PlanError as error:
+    except (PlanError, FailbackError) as error:
         raise AirflowFailException(str(error)) from None
     return hook
