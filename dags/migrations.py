@@ -18,6 +18,7 @@ import pendulum
 from airflow.sdk import DAG, Param, TaskGroup, task
 from kafka_migration.hooks.plan import load_plan_or_fail
 from kafka_migration.operators.approval import SwitchApprovalOperator
+from kafka_migration.operators.failback import FailbackPreflightOperator, FailbackPrepareOperator
 from kafka_migration.operators.migration import (
     SWITCHED_GROUPS,
     FlowControlOperator,
@@ -30,7 +31,14 @@ from kafka_migration.operators.migration import (
 )
 from kafka_migration.operators.spark import MigrationSparkSubmitOperator
 from kafka_migration.operators.switch_groups import BATCH_LABEL, SwitchGroupsOperator
-from kafka_migration.plan_dags import migration_dag_id, plan_files, plans_folder, read_plan_file, validation_dag_id
+from kafka_migration.plan_dags import (
+    failback_dag_id,
+    migration_dag_id,
+    plan_files,
+    plans_folder,
+    read_plan_file,
+    validation_dag_id,
+)
 from kafka_migration.sensors.readiness import (
     BackfillDoneSensor,
     CheckpointsCurrentSensor,
@@ -92,11 +100,36 @@ Plan file: `{path}`
 """
 
 
-def _params(plan: MigrationPlan) -> dict[str, Param]:
+FAILBACK_STAGES = ["preflight", "prepare", "replicate", "catch_up", "switch_groups", "switch_producers", "finish"]
+FAILBACK_TITLES = {
+    "preflight": "1. Preflight: clusters answer, producers were switched, where each partition's way back starts",
+    "prepare": "2. Prepare: each partition's start stored on the source, its write fences lifted",
+    "replicate": "3. Copy back: start an engine of the way back on this Airflow worker",
+    "catch_up": "4. Catch up: wait until the copy back keeps up within max_lag_s or max_lag_records",
+    "switch_groups": "5. Switch consumer groups back to the source, exactly, with a proof",
+    "switch_producers": "6. Switch producers of the chosen topics back to the source",
+    "finish": "7. Finish: stop the engine this run started",
+}
+
+FAILBACK_DOC = """
+### The way back of migration `{name}`: {target} -> {source}
+
+After the cutover of `{name}` (its producers switched to `{target}`), this DAG copies back to `{source}` what the
+target received since, then moves groups and producers back, with the migration's own sensors and proofs
+([the way back](docs/failback.md)). Each partition's copy back starts at the forward copy's end; a group's position
+maps back exactly inside the forward copy and past it. It acts on plan `{name}-failback`, built when a task runs
+from `{name}` and the switched topics.
+
+Plan file: `{path}`
+"""
+
+
+def _params(plan: MigrationPlan, stages: list[str] = STAGES,
+            titles: dict[str, str] = STAGE_TITLES) -> dict[str, Param]:
     cutover = plan.cutover
     return {
-        "stages": Param(STAGES, type="array", items={"type": "string", "enum": STAGES}, examples=STAGES,
-                        values_display=STAGE_TITLES, minItems=1, title="Stages to run",
+        "stages": Param(stages, type="array", items={"type": "string", "enum": stages}, examples=stages,
+                        values_display=titles, minItems=1, title="Stages to run",
                         description="The stages this run runs, in their fixed order; the others are skipped."),
         "dry_run": Param(False, type="boolean", title="Dry run",
                          description="Prepare: have the target check every change, apply none."),
@@ -135,6 +168,37 @@ def _params(plan: MigrationPlan) -> dict[str, Param]:
                                  title="Idle time before a producer switch (seconds)",
                                  description="How long a topic must go unwritten on the source before its switch."),
     }
+
+
+def _switch_tasks(path: str, wait: dict, retried: dict) -> tuple:
+    """The switch_groups and switch_producers stages of a migration or its way back: (the groups task, the switches
+    mapped over its batches, the topics task, the producer switches mapped over them)."""
+    with TaskGroup("switch_groups"):
+        @task(task_id="groups")
+        def groups_to_switch(params: dict | None = None) -> list[list[str]]:
+            return group_batches(run_groups(params, load_plan_or_fail(path).plan),
+                                 (params or {}).get("groups_per_task"))
+
+        groups = groups_to_switch()
+        switched = SwitchGroupsOperator.partial(
+            task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
+            wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template=BATCH_LABEL,
+            **retried).expand(groups=groups)
+    with TaskGroup("switch_producers"):
+        @task(task_id="topics")
+        def topics_to_switch(params: dict | None = None) -> list[str]:
+            return list((params or {}).get("producer_topics") or [])
+
+        topics = topics_to_switch()
+        topic_ready = TopicReadySensor.partial(
+            task_id="ready", idle_s="{{ params.producer_idle_s }}", map_index_template="{{ task.topic }}",
+            **wait).expand(topic=topics)
+        producers = SwitchProducersOperator.partial(
+            task_id="switch", plan_path=path, idle_s="{{ params.producer_idle_s }}",
+            wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.topic }}",
+            **retried).expand(topic=topics)
+        topic_ready >> producers
+    return groups, switched, topics, producers
 
 
 def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
@@ -192,37 +256,64 @@ def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
             # parked it when the answer comes within seconds (apache/airflow#72716); the retry asks again.
             approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
                                               **retried)
-        with TaskGroup("switch_groups"):
-            @task(task_id="groups")
-            def groups_to_switch(params: dict | None = None) -> list[list[str]]:
-                return group_batches(run_groups(params, load_plan_or_fail(path).plan),
-                                     (params or {}).get("groups_per_task"))
-
-            groups = groups_to_switch()
-            switched = SwitchGroupsOperator.partial(
-                task_id="switch", plan_path=path, fence="{{ params.fence }}", outlets=[SWITCHED_GROUPS],
-                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template=BATCH_LABEL,
-                **retried).expand(groups=groups)
-        with TaskGroup("switch_producers"):
-            @task(task_id="topics")
-            def topics_to_switch(params: dict | None = None) -> list[str]:
-                return list((params or {}).get("producer_topics") or [])
-
-            topics = topics_to_switch()
-            topic_ready = TopicReadySensor.partial(
-                task_id="ready", idle_s="{{ params.producer_idle_s }}", map_index_template="{{ task.topic }}",
-                **wait).expand(topic=topics)
-            producers = SwitchProducersOperator.partial(
-                task_id="switch", plan_path=path, idle_s="{{ params.producer_idle_s }}",
-                wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.topic }}",
-                **retried).expand(topic=topics)
-            topic_ready >> producers
+        groups, switched, topics, producers = _switch_tasks(path, wait, retried)
         with TaskGroup("finish"):
             finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
 
         preflight >> prepare >> start
         copying >> backfill
         backfilled >> caught_up >> validate >> checkpoints >> approval >> groups
+        switched >> topics
+        producers >> finish
+    return dag
+
+
+def build_failback_dag(plan_path: str, plan: MigrationPlan) -> DAG:
+    """The way back of `plan` (its reference `plan_path`) after its cutover: its tasks act on the way back's plan
+    (`plan_path#failback`), built when they run; the clusters are waited for as the forward plan names them."""
+    from mirror_engine.mm2 import PlanReference
+
+    path = str(PlanReference.parse(plan_path).way_back())
+    with DAG(
+        dag_id=failback_dag_id(plan.name),
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        auto_register=False,  # registered by the module's globals, once checked (see build_plan_dags)
+        max_active_runs=1,
+        params=_params(plan, FAILBACK_STAGES, FAILBACK_TITLES),
+        render_template_as_native_obj=True,
+        tags=["kafka-migration", "failback"],
+        default_args={"trigger_rule": "none_failed"},
+        doc_md=FAILBACK_DOC.format(name=plan.name, source=plan.source.alias, target=plan.target.alias,
+                                   path=plan_path),
+    ) as dag:
+        wait = {"plan_path": path, "wait_timeout_s": "{{ params.wait_timeout_s }}", "retries": 2,
+                "retry_delay": timedelta(seconds=2)}
+        retried = {"retries": 2, "retry_delay": timedelta(seconds=2)}
+        with TaskGroup("preflight"):
+            clusters = ClustersAnswerSensor(task_id="clusters_answer", trigger_rule="all_success",
+                                            **{**wait, "plan_path": plan_path})
+            preflight = FailbackPreflightOperator(task_id="check", plan_path=path, trigger_rule="all_success")
+            clusters >> preflight
+        with TaskGroup("prepare"):
+            prepare = FailbackPrepareOperator(task_id="apply", plan_path=path, dry_run="{{ params.dry_run }}")
+        with TaskGroup("replicate"):
+            start = StartReplicationOperator(task_id="start", plan_path=path)
+            copying = EngineCopyingSensor(task_id="engine_copying", **wait)
+            start >> copying
+        with TaskGroup("catch_up"):
+            caught_up = ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}",
+                                             max_lag_s="{{ params.max_lag_s }}", **wait)
+        with TaskGroup("approve"):
+            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
+                                              **retried)
+        groups, switched, topics, producers = _switch_tasks(path, wait, retried)
+        with TaskGroup("finish"):
+            finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
+
+        preflight >> prepare >> start
+        copying >> caught_up >> approval >> groups
         switched >> topics
         producers >> finish
     return dag
@@ -354,9 +445,11 @@ def load_plans(plan_files: list[Path]) -> tuple[dict[str, MigrationPlan], dict[s
 
 
 def build_plan_dags(plan_path: str, plan: MigrationPlan) -> tuple[list[DAG], str]:
-    """(the migration and validation DAGs of a plan, "") with their schedules checked as the scheduler checks
-    them, or ([], the problem) when Airflow refuses a schedule."""
+    """(the migration and validation DAGs of a plan, and its way back's under the identity policy, "") with their
+    schedules checked as the scheduler checks them, or ([], the problem) when Airflow refuses a schedule."""
     dags = []
+    if plan.replication_policy.type == "identity":  # a way back needs a topic's name to be the same on both sides
+        dags.append(build_failback_dag(plan_path, plan))
     for field, value, build in (
             ("schedule", plan.schedule, lambda: build_dag(plan_path, plan)),
             ("validation.schedule", plan.validation.schedule, lambda: build_validation_dag(plan_path, plan))):

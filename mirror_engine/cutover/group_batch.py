@@ -40,11 +40,12 @@ class GroupBatch:
     """Switches the groups of a batch with one flow watch and one report store; close it (or use `with`)."""
 
     def __init__(self, plan: MigrationPlan, source_config: dict[str, str], target_config: dict[str, str],
-                 fence_option: str = FENCE_OPTION) -> None:
+                 fence_option: str = FENCE_OPTION, switcher: type[GroupSwitcher] = GroupSwitcher) -> None:
+        """`switcher`: the kind of switch (the way back's lifts the forward fences: `mirror_engine.failback`)."""
         self.watch = FlowWatch(plan, source_config, target_config)
         self.reports = ReportStore(plan, target_config)
-        self.switcher = GroupSwitcher(plan, source_config, target_config, fence_option, watch=self.watch,
-                                      reports=self.reports)
+        self.switcher = switcher(plan, source_config, target_config, fence_option, watch=self.watch,
+                                 reports=self.reports)
 
     def __enter__(self) -> GroupBatch:
         return self

@@ -3,8 +3,9 @@ the DAGs and for the cockpit that finds them again.
 
 The plans folder is `$KAFKA_MIGRATION_PLANS`, else the project's `migrations/`: YAML plans (`*.yaml`) and
 MirrorMaker 2 files (`*.properties`), each flow an MM2 file enables a plan of its own (`mm2.properties#a->b`,
-named `a-to-b`). A plan named `shop` gets the DAG `kafka_migration__shop` (its migration) and
-`kafka_migration_validate__shop` (its validation alone).
+named `a-to-b`). A plan named `shop` gets the DAG `kafka_migration__shop` (its migration),
+`kafka_migration_validate__shop` (its validation alone) and, under the identity policy,
+`kafka_migration_failback__shop` (its way back after the cutover).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ PLANS_VARIABLE = "KAFKA_MIGRATION_PLANS"
 DEFAULT_PLANS = Path(__file__).resolve().parents[2] / "migrations"
 MIGRATION_DAG_PREFIX = "kafka_migration__"
 VALIDATION_DAG_PREFIX = "kafka_migration_validate__"
+FAILBACK_DAG_PREFIX = "kafka_migration_failback__"
 
 
 def plans_folder() -> Path:
@@ -54,8 +56,13 @@ def validation_dag_id(plan_name: str) -> str:
     return f"{VALIDATION_DAG_PREFIX}{plan_name}"
 
 
+def failback_dag_id(plan_name: str) -> str:
+    return f"{FAILBACK_DAG_PREFIX}{plan_name}"
+
+
 def plan_of(dag_id: str) -> str | None:
-    """The plan a migration or validation DAG was built from (None for the shared DAGs)."""
+    """The plan a migration or validation DAG was built from (None for the shared DAGs; a way back's DAG acts on
+    a plan of its own, which the plans folder does not hold)."""
     for prefix in (MIGRATION_DAG_PREFIX, VALIDATION_DAG_PREFIX):
         if dag_id.startswith(prefix):
             return dag_id.removeprefix(prefix)

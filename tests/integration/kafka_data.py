@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -119,3 +120,39 @@ def wait_for_compaction_gaps(cluster: KafkaCluster, topic: str, partition: int, 
             return records
         time.sleep(1)
     raise TimeoutError(f"no compaction gaps appeared in {topic}[{partition}] within {timeout_s:.0f} s")
+
+
+def read_as_group(config: dict, group: str, topic: str, wanted: dict[int, int], timeout_s: float = 60) -> dict:
+    """Read as `group` until it has `wanted[p]` records of each partition p (None: to the partition's end); commit
+    the offset after the last record read of each partition and leave. The records, by partition."""
+    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    read: dict[int, list[tuple]] = defaultdict(list)
+    last: dict[int, int] = {}
+    ended: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+
+    def done() -> bool:
+        return all(p in ended if count is None else len(read[p]) >= count for p, count in wanted.items())
+
+    try:
+        while not done():
+            assert time.monotonic() < deadline, f"group {group} read only {dict(read)}"
+            for message in consumer.consume(100, timeout=0.5):
+                if message.error() is not None:
+                    assert message.error().code() == KafkaError._PARTITION_EOF, message.error().str()
+                    ended.add(message.partition())
+                    continue
+                partition = message.partition()
+                count = wanted.get(partition)
+                if count is not None and len(read[partition]) >= count:
+                    continue  # read past what was wanted: not committed, read again by the next reader
+                ended.discard(partition)
+                read[partition].append((message.key(), message.value(), tuple(message.headers() or ()),
+                                        message.timestamp()[1]))
+                last[partition] = message.offset()
+        consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return read

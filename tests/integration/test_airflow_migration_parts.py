@@ -45,9 +45,14 @@ def test_dags_parse_without_contacting_kafka(monkeypatch):
     print(f"parsed dags/migrations.py in {seconds:.2f} s")
     assert bag.import_errors == {}
     # Each YAML plan, and each flow of the MM2 example (its plan src-to-tgt).
-    plans = [reference for plan_file in plan_files(ROOT / "migrations") for reference in read_plan_file(plan_file)]
+    plans = {reference: plan for plan_file in plan_files(ROOT / "migrations")
+             for reference, plan in read_plan_file(plan_file).items()}
     assert len([d for d in bag.dag_ids if d.startswith("kafka_migration__")]) == len(plans) == 3
     assert "kafka_migration__src-to-tgt" in bag.dag_ids
+    # The way back of each plan under the identity policy (a topic named the same on both clusters).
+    identity = sorted(plan.name for plan in plans.values() if plan.replication_policy.type == "identity")
+    assert identity and sorted(d.removeprefix("kafka_migration_failback__") for d in bag.dag_ids
+                               if d.startswith("kafka_migration_failback__")) == identity
     assert "kafka_migration_backfill" in bag.dag_ids
     demo = bag.get_dag("kafka_migration__demo")
     assert set(demo.params.keys()) >= {"stages", "dry_run", "max_lag_records", "max_lag_s", "groups",

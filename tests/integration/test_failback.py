@@ -9,11 +9,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from mirror_engine.cutover import GroupSwitcher, switch_producers
@@ -22,49 +21,13 @@ from mirror_engine.flow import InternalTopics
 from mirror_engine.kafka import admin_client, committed_offsets, existing_topics, list_offsets
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
-from tests.integration.kafka_data import produce, produce_transactions, read_partition
+from tests.integration.kafka_data import produce, produce_transactions, read_as_group, read_partition
 from tests.integration.plans import create_topics, make_plan, plan_dict
 
 pytestmark = pytest.mark.integration
 
 NOW = int(time.time() * 1000)
 WRITTEN_ON_TARGET = 120_000  # records producers write on the target after the cutover, in the kill -9 test
-
-
-def _read(config: dict, group: str, topic: str, wanted: dict[int, int], timeout_s: float = 60) -> dict:
-    """Read as `group` until it has `wanted[p]` records of each partition p (None: to the partition's end); commit
-    the offset after the last record read of each partition and leave. The records, by partition."""
-    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    consumer.subscribe([topic])
-    read: dict[int, list[tuple]] = defaultdict(list)
-    last: dict[int, int] = {}
-    ended: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-
-    def done() -> bool:
-        return all(p in ended if count is None else len(read[p]) >= count for p, count in wanted.items())
-
-    try:
-        while not done():
-            assert time.monotonic() < deadline, f"group {group} read only {dict(read)}"
-            for message in consumer.consume(100, timeout=0.5):
-                if message.error() is not None:
-                    assert message.error().code() == KafkaError._PARTITION_EOF, message.error().str()
-                    ended.add(message.partition())
-                    continue
-                partition = message.partition()
-                count = wanted.get(partition)
-                if count is not None and len(read[partition]) >= count:
-                    continue  # read past what was wanted: not committed, read again by the next reader
-                ended.discard(partition)
-                read[partition].append((message.key(), message.value(), tuple(message.headers() or ()),
-                                        message.timestamp()[1]))
-                last[partition] = message.offset()
-        consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
-    finally:
-        consumer.close()
-    return read
 
 
 def _engine(plan, source_config: dict, target_config: dict) -> tuple[Replicator, threading.Thread]:
@@ -103,8 +66,8 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
     original = {p: [r.content() for r in read_partition(source, topic, p)] for p in (0, 1)}
 
     # The way there: groups read part of the source, switch; producers switch; the forward engine stops.
-    behind = _read(sc, f"{unique_name}-behind", topic, {0: 30, 1: 20})
-    caught_up = _read(sc, f"{unique_name}-caught", topic, {0: None, 1: None})
+    behind = read_as_group(sc, f"{unique_name}-behind", topic, {0: 30, 1: 20})
+    caught_up = read_as_group(sc, f"{unique_name}-caught", topic, {0: None, 1: None})
     forward = _engine(plan, sc, tc)
     try:
         _wait_until(lambda: existing_topics(admin_client(tc), [topic]), "the forward engine created no target topic")
@@ -124,7 +87,7 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
     # Producers write on the target; the caught-up group reads part of it there.
     produce(target, topic, [(i % 2, b"t%d" % i, b"on-target-%d" % i, [("h", b"t")], NOW + 10_000 + i)
                             for i in range(120)])
-    on_target = _read(tc, f"{unique_name}-caught", topic, {0: 25, 1: 35})
+    on_target = read_as_group(tc, f"{unique_name}-caught", topic, {0: 25, 1: 35})
 
     # The way back.
     way_back = Failback(plan, sc, tc)
@@ -154,7 +117,7 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
 
     # Each group goes on on the source at its next record: with what it read before, each record once.
     assert committed_offsets(admin_client(sc), f"{unique_name}-caught")
-    after = {group: _read(sc, group, topic, {0: None, 1: None}) for group in (f"{unique_name}-behind",
+    after = {group: read_as_group(sc, group, topic, {0: None, 1: None}) for group in (f"{unique_name}-behind",
                                                                              f"{unique_name}-caught")}
     for p in (0, 1):
         whole = original[p] + written_on_target[p]
@@ -190,7 +153,7 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
     assert not existing_topics(admin_client(sc), [back_topics.progress, back_topics.control])
 
     # The way there, from the command line.
-    first = _read(sc, group, topic, {0: 40, 1: 60})
+    first = read_as_group(sc, group, topic, {0: 40, 1: 60})
     forward = subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_file)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -204,7 +167,7 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
         assert forward.wait(60) == 0
     produce(target, topic, [(i % 2, b"t%d" % i, b"target-%d" % i, None, NOW + 10_000 + i)
                             for i in range(WRITTEN_ON_TARGET)])
-    on_target = _read(tc, group, topic, {0: 500, 1: 700})
+    on_target = read_as_group(tc, group, topic, {0: 500, 1: 700})
 
     # A source cluster that does not answer: a sentence naming it, nothing changed.
     gone = plan_dict(source, target, topic)
@@ -243,7 +206,7 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
     # Every record of both clusters is on the source once, in order; the group, which read part of the source,
     # then part of the target's own records, reads on from its next record on the source: nothing again, nothing
     # skipped.
-    after = _read(sc, group, topic, {0: None, 1: None})
+    after = read_as_group(sc, group, topic, {0: None, 1: None})
     for p in (0, 1):
         whole = [r.content() for r in read_partition(source, topic, p)]
         assert whole == [r.content() for r in read_partition(target, topic, p)], f"partition {p}"

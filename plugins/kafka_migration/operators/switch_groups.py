@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_migration.cockpit.links import SwitchReportLink
+from kafka_migration.hooks.plan import MigrationPlanHook
 from kafka_migration.operators.migration import (
     RUN_FENCE,
     SWITCHED_GROUPS,
@@ -23,6 +24,9 @@ from kafka_migration.operators.migration import (
 )
 from kafka_migration.params import flag, seconds
 from kafka_migration.triggers.readiness import ReadinessTrigger
+
+if TYPE_CHECKING:
+    from mirror_engine.cutover import GroupBatch
 
 # The task's name shown for a batch: its group when alone, else its first and last group and their count.
 BATCH_LABEL = ("{{ task.groups[0] }}{% if task.groups | length > 1 %} .. {{ task.groups[-1] }} "
@@ -70,17 +74,15 @@ class SwitchGroupsOperator(MigrationOperator):
         if event["status"] == "failed":
             raise AirflowFailException(event["reason"])
         if event["status"] == "timeout":
-            from mirror_engine.cutover import GroupBatch
-
             hook = self.hook()
-            with GroupBatch(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE) as batch:
+            with _batch(hook) as batch:
                 for group in waiting:
                     batch.record(group, "late", f"still waiting after the run's wait_timeout_s: {event['progress']}")
             return self._finish(context, tally, {group: "" for group in waiting}, event["progress"])
         return self._switch(context, waiting, deadline, tally)
 
     def _switch(self, context: Any, groups: list[str], deadline: float, tally: dict[str, Any]) -> dict:
-        from mirror_engine.cutover import GroupBatch, GroupSwitchReport
+        from mirror_engine.cutover import GroupSwitchReport
 
         hook = self.hook()
         fence = flag(self.fence)
@@ -92,7 +94,7 @@ class SwitchGroupsOperator(MigrationOperator):
             else:
                 tally["refused"][report.group] = "switched but not verified: see its report"
 
-        with GroupBatch(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE) as batch:
+        with _batch(hook) as batch:
             outcome = batch.switch_ready(groups, fence=fence, on_switched=switched)
             if outcome.waiting and time.time() >= deadline:
                 for group, line in outcome.waiting.items():
@@ -133,3 +135,12 @@ class SwitchGroupsOperator(MigrationOperator):
         return {"switched": len(tally["switched"]), "repeated": len(repeated),
                 "partitions": sum(done["partitions"] for done in tally["switched"].values()),
                 **({"skipped": len(skipped)} if skipped else {})}
+
+
+def _batch(hook: MigrationPlanHook) -> GroupBatch:
+    """The run's batch of switches: along the way back, switches that lift the forward cutover's fences."""
+    from mirror_engine.cutover import GroupBatch, GroupSwitcher
+    from mirror_engine.failback import GroupSwitcherBack
+
+    switcher = GroupSwitcher if hook.failback is None else GroupSwitcherBack
+    return GroupBatch(hook.plan, *hook.client_configs(), fence_option=RUN_FENCE, switcher=switcher)
