@@ -50,7 +50,7 @@ def _stop(replicator: Replicator, runner: threading.Thread) -> None:
     assert not runner.is_alive() and not replicator.fatal, replicator.fatal
 
 
-def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_source_and_groups_exact(
+def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_source_groups_exact_and_repeats(
         kafka_pair, unique_name):
     source, target = kafka_pair
     sc, tc = source.client_config(), target.client_config()
@@ -123,6 +123,26 @@ def test_after_producers_switched_the_way_back_leaves_every_record_once_on_the_s
         whole = original[p] + written_on_target[p]
         assert behind[p] + after[f"{unique_name}-behind"][p] == whole, f"behind[{p}]"
         assert caught_up[p] + on_target[p] + after[f"{unique_name}-caught"][p] == whole, f"caught[{p}]"
+
+    # The round trip again: producers back on the source write more, the group reads some of it there; the way back
+    # of the way back (a migration forward again) copies on from where the way back ended, and the group goes on on
+    # the target at its next record.
+    produce(source, topic, [(i % 2, b"s%d" % i, b"again-%d" % i, None, NOW + 30_000 + i) for i in range(60)])
+    behind_again = read_as_group(sc, f"{unique_name}-behind", topic, {0: 10, 1: 10})
+    again = Failback(way_back.plan, tc, sc)
+    assert (again.plan.source.alias, again.plan.target.alias) == (plan.source.alias, plan.target.alias)
+    again.prepare()
+    forward_again = _engine(again.plan, sc, tc)
+    try:
+        switch_producers(again.plan, sc, tc, topic, idle_s=1, timeout_s=120)
+        assert GroupSwitcher(again.plan, sc, tc).switch(f"{unique_name}-behind", timeout_s=120).ok
+    finally:
+        _stop(*forward_again)
+    on_target_again = read_as_group(tc, f"{unique_name}-behind", topic, {0: None, 1: None})
+    for p in (0, 1):
+        whole = [r.content() for r in read_partition(source, topic, p)]
+        assert whole == [r.content() for r in read_partition(target, topic, p)], f"partition {p}"
+        assert behind[p] + after[f"{unique_name}-behind"][p] + behind_again[p] + on_target_again[p] == whole
 
 
 def _cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
