@@ -220,6 +220,8 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
     last = _cli("run", "--plan", str(plan_file), "--failback", "--until-caught-up", "--max-seconds", "240",
                 timeout_s=300)
     assert last.returncode == 0, last.stderr[-2000:]
+    status = _cli("status", "--plan", str(plan_file), "--failback")
+    assert f"flow tgt->src of plan '{plan.name}-failback'" in status.stdout, status.stdout + status.stderr
     switched = _cli("switch-group", "--plan", str(plan_file), "--failback", "--group", group)
     assert switched.returncode == 0 and "verified" in switched.stdout, switched.stdout + switched.stderr
 
