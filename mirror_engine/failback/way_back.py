@@ -27,12 +27,12 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_engine.cutover import GroupSwitcher
-from mirror_engine.failback.plan import check_failback_possible, failback_plan
+from mirror_engine.failback.plan import FAILBACK_SUFFIX, check_failback_possible, failback_plan
 from mirror_engine.flow import ControlChannel, FlowMapping, InternalTopics, ensure_internal_topics, load_progress
 from mirror_engine.kafka import (
     admin_client,
     existing_topics,
-    fence_in_force,
+    fences_in_force,
     group_fence,
     list_offsets,
     remove_fence,
@@ -76,7 +76,7 @@ class FailbackPreparation:
     def render(self) -> str:
         back = sum(start.records_back for start in self.starts)
         verb = "would store" if self.dry_run else "stored"
-        lines = [f"the way back of plan '{self.plan.name.removesuffix('-failback')}' is plan '{self.plan.name}': "
+        lines = [f"the way back of plan '{self.plan.name.removesuffix(FAILBACK_SUFFIX)}' is plan '{self.plan.name}': "
                  f"{self.plan.source.alias} -> {self.plan.target.alias}, {len(self.plan.topics.include)} topic(s)"]
         if self.starts:
             lines.append(f"{verb} the start of {len(self.starts)} partition(s) at the forward copy's end: "
@@ -129,7 +129,7 @@ class Failback:
         partitions = self._partitions(source_admin, target_admin)
         fresh = [key for key in partitions if key not in stored]
         starts = self._starts(fresh, source_admin, target_admin) if fresh else []
-        fenced = [topic for topic in self.topics if fence_in_force(source_admin, topic_write_fence(topic))]
+        fenced = [acl.name for acl in fences_in_force(source_admin, [topic_write_fence(t) for t in self.topics])]
         preparation = FailbackPreparation(self.plan, starts, sorted(set(partitions) - set(fresh)), fenced, dry_run)
         if dry_run:
             return preparation

@@ -24,8 +24,8 @@ from mirror_engine.kafka.clusters import (
 from mirror_engine.kafka.concurrent_reads import at_once, beside
 from mirror_engine.kafka.fencing import (
     FENCE_OPTION,
-    fence_in_force,
     fence_problem,
+    fences_in_force,
     has_authorizer,
     place_fence,
     remove_fence,
@@ -132,8 +132,8 @@ __all__ = [
     "describe_topic_configs",
     "desired_target_acls",
     "existing_topics",
-    "fence_in_force",
     "fence_problem",
+    "fences_in_force",
     "first_connection",
     "group_description",
     "group_fence",

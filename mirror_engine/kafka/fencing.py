@@ -77,9 +77,12 @@ def place_fence(admin: AdminClient, acl: Acl, alias: str, subject: str, option: 
     return problem
 
 
-def fence_in_force(admin: AdminClient, acl: Acl) -> bool:
-    """The fence ACL exists (False on a cluster without an authorizer, or for a principal that may not list ACLs)."""
-    return has_authorizer(admin) and bool(_existing(admin, acl))
+def fences_in_force(admin: AdminClient, acls: list[Acl]) -> list[Acl]:
+    """Those of the fence ACLs that exist (none on a cluster without an authorizer, nor for a principal that may not
+    list ACLs)."""
+    if not acls or not has_authorizer(admin):
+        return []
+    return [acl for acl in acls if _existing(admin, acl)]
 
 
 def remove_fence(admin: AdminClient, acl: Acl) -> bool:

@@ -18,7 +18,17 @@ from confluent_kafka.admin import NewTopic, OffsetSpec
 from mirror_engine.cutover import GroupSwitcher, switch_producers
 from mirror_engine.failback import Failback, FailbackError, GroupSwitcherBack, failback_plan
 from mirror_engine.flow import InternalTopics
-from mirror_engine.kafka import admin_client, committed_offsets, existing_topics, list_offsets
+from mirror_engine.kafka import (
+    Acl,
+    admin_client,
+    committed_offsets,
+    create_acls,
+    existing_topics,
+    group_fence,
+    list_offsets,
+    read_acls,
+    topic_write_fence,
+)
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 from tests.integration.kafka_data import produce, produce_transactions, read_as_group, read_partition
@@ -263,3 +273,36 @@ def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kaf
     with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan '{plan.name}' no longer exists on the target"):
         way_back.prepare()
     assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(way_back.plan).progress])
+
+
+def test_the_way_back_lifts_the_forward_cutovers_fences_where_they_would_block_it(secured_pair, unique_name):
+    source, target = secured_pair
+    sc, tc = source.client_config(), target.client_config()
+    topic, group = f"{unique_name}-fenced", f"{unique_name}-app"
+    create_topics(source, [NewTopic(topic, 1, 1)])
+    produce(source, topic, [(0, b"k%d" % i, b"source-%d" % i, None, NOW + i) for i in range(50)])
+    create_acls(admin_client(sc), [Acl("TOPIC", topic, "LITERAL", "User:alice", "*", "READ", "ALLOW"),
+                                   Acl("GROUP", group, "LITERAL", "User:alice", "*", "READ", "ALLOW")])
+    alice_source, alice_target = source.client_config("alice"), target.client_config("alice")
+    time.sleep(2)  # ACLs reach the broker's authorizer asynchronously
+    first = read_as_group(alice_source, group, topic, {0: 20})
+    plan = make_plan(source, target, topic, name=f"fence{unique_name[-8:]}")
+    assert Replicator(plan, sc, tc).run(max_seconds=60, until_caught_up=True).ok  # its ACLs too: alice reads there
+    assert GroupSwitcher(plan, sc, tc).switch(group, fence=True, timeout_s=60).ok
+    switch_producers(plan, sc, tc, topic, fence=True, idle_s=0.5, timeout_s=60)
+    assert {group_fence(group), topic_write_fence(topic)} <= read_acls(admin_client(sc))
+    produce(target, topic, [(0, b"t%d" % i, b"target-%d" % i, None, NOW + 10_000 + i) for i in range(30)])
+    time.sleep(2)
+    on_target = read_as_group(alice_target, group, topic, {0: 40})
+
+    way_back = Failback(plan, sc, tc)
+    assert way_back.prepare().unfenced_topics == [topic]
+    assert topic_write_fence(topic) not in read_acls(admin_client(sc))  # the copy back writes there
+    assert group_fence(group) in read_acls(admin_client(sc))  # kept until the group is committed back
+    assert Replicator(way_back.plan, tc, sc).run(max_seconds=60, until_caught_up=True).ok
+    assert GroupSwitcherBack(way_back.plan, tc, sc).switch(group, timeout_s=60).ok
+    assert group_fence(group) not in read_acls(admin_client(sc))
+    time.sleep(2)  # the fence's removal reaches the authorizer asynchronously
+    rest = read_as_group(alice_source, group, topic, {0: None})
+    assert first[0] + on_target[0] + rest[0] == [r.content() for r in read_partition(source, topic, 0)]
+    assert len(first[0] + on_target[0] + rest[0]) == 80
