@@ -2,8 +2,8 @@
 and the copy back's rate beside the forward engine's, in the same run on the same clusters.
 
 A migration first: `--topics` topics of `--partitions` partitions hold `--records` records (keys, 100 B values, a
-header) on the source; `mirror-engine run` copies them (the forward rate: first record to last on the target);
-`--groups` groups, each committed halfway through every partition, are switched, and every topic's producers.
+header) on the source; `mirror-engine prepare` then `run` copy them (the forward rate: first record to last on the
+target); `--groups` groups, each committed halfway through every partition, are switched, and every topic's producers.
 Then `--back` records are written on the target, as producers there would, and the way back is timed:
 - `prepare s`: `mirror-engine failback` (a process of its own, start included): each partition's start stored;
 - `copy back s`: `mirror-engine run --failback` launched until every record written on the target is on the
@@ -93,8 +93,13 @@ def in_parallel(call, items: list[str]) -> float:  # type: ignore[no-untyped-def
 
 def migrate(plan: MigrationPlan, plan_file: Path, workdir: Path, source: KafkaCluster, target: KafkaCluster,
             topics: list[str], partitions: int, records: int, groups: list[str]) -> float:
-    """The way there; the forward engine's rate (records/s, first record to last on the target)."""
+    """The way there; the forward engine's rate (records/s, first record to last on the target). The target is
+    prepared first, so that the forward copy, as the copy back, writes into topics that exist."""
     sc, tc = source.client_config(), target.client_config()
+    prepared = subprocess.run([sys.executable, "-m", "mirror_engine.cli", "prepare", "--plan", str(plan_file)],
+                              cwd=ROOT, capture_output=True, text=True)
+    if prepared.returncode:
+        raise RuntimeError(prepared.stderr)
     engine = EngineProcess("run", plan_file, workdir / "forward.log")
     try:
         first, last = copied(engine, EndOffsets(target), topics, partitions, 0, records)

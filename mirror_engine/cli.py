@@ -37,12 +37,16 @@ def load_plan_argument(args: argparse.Namespace) -> MigrationPlan:
     return load_plan(args.plan)
 
 
-def _failback_of(args: argparse.Namespace) -> Failback:
-    """The way back of the plan of --plan or --mm2-config (`mirror_engine.failback`)."""
+def _failback_of(args: argparse.Namespace, trips: int | None = None) -> Failback:
+    """The way back of the plan of --plan or --mm2-config (`mirror_engine.failback`); after `trips` ways (each
+    --failback one more: twice, the way forward again after a way back), the last one's."""
     from mirror_engine.failback import Failback
 
     plan = load_plan_argument(args)
-    return Failback(plan, *_reachable(plan))
+    way = Failback(plan, *_reachable(plan))
+    for _trip in range(1, trips or args.failback):
+        way = Failback(way.plan, *way.client_configs())
+    return way
 
 
 def _plan_and_clusters(args: argparse.Namespace) -> tuple[MigrationPlan, dict[str, str], dict[str, str]]:
@@ -326,7 +330,8 @@ def _cmd_switch_producers(args: argparse.Namespace) -> int:
 def _cmd_failback(args: argparse.Namespace) -> int:
     """Where the way back of each switched partition starts, stored (or only said, with --dry-run), and the write
     fences of the switched topics lifted on the source; the commands that follow, printed."""
-    way_back = _failback_of(args)
+    trips = args.failback + 1  # this command starts the next way: given --failback, the way forward again
+    way_back = _failback_of(args, trips)
     preparation = way_back.prepare(dry_run=args.dry_run)
     print(preparation.render())
     if args.json:
@@ -338,7 +343,7 @@ def _cmd_failback(args: argparse.Namespace) -> int:
                           "unfenced_topics": preparation.unfenced_topics}))
     if not args.dry_run:
         where = f"--plan {args.plan}" if args.plan else f"--mm2-config {args.mm2_config} --flow {args.flow}"
-        print(f"next, each with `{where} --failback`: run (the copy back), switch-group --group G (each group), "
+        print(f"next, each with `{where}{' --failback' * trips}`: run (the copy), switch-group --group G (each group), "
               "switch-producers --topic T (each topic), then flows stop")
     return 0
 
@@ -375,8 +380,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _add_failback(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--failback", action="store_true",
-                        help="act on the plan's way back after its cutover (target to source; see `failback`)")
+    parser.add_argument("--failback", action="count", default=0,
+                        help="act on the plan's way back after its cutover (target to source; see `failback`); "
+                             "twice, on the way forward again after a way back, and so on")
 
 
 def _add_plan_source(parser: argparse.ArgumentParser) -> None:
@@ -491,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "(stored here, copied by `run --failback`); the source's write fences of those topics "
                          "are lifted")
     _add_plan_source(failback)
+    _add_failback(failback)
     failback.add_argument("--dry-run", action="store_true", help="say where the way back starts, change nothing")
     failback.set_defaults(handler=_cmd_failback)
     return parser

@@ -12,7 +12,7 @@ import time
 
 import pytest
 import yaml
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from mirror_engine.cutover import GroupSwitcher, switch_producers
@@ -232,8 +232,31 @@ def test_the_way_back_from_the_command_line_survives_kill_9_three_times_and_refu
     assert last.returncode == 0, last.stderr[-2000:]
     status = _cli("status", "--plan", str(plan_file), "--failback")
     assert f"flow tgt->src of plan '{plan.name}-failback'" in status.stdout, status.stdout + status.stderr
+    # The switch back killed -9 while it waits for the group to stop on the target, then run again.
+    member = Consumer({**tc, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    member.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not member.assignment():
+        assert time.monotonic() < deadline, "the group's member got no partitions on the target"
+        member.poll(0.2)
+    killed = subprocess.Popen([sys.executable, "-m", "mirror_engine.cli", "switch-group", "--plan", str(plan_file),
+                               "--failback", "--group", group], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    assert killed.poll() is None, "the switch back did not wait for the group's member on the target"
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(30)
+    member.close()
     switched = _cli("switch-group", "--plan", str(plan_file), "--failback", "--group", group)
     assert switched.returncode == 0 and "verified" in switched.stdout, switched.stdout + switched.stderr
+
+    # Producers back on the source; from there, the way forward again starts where the way back ended.
+    back_producers = _cli("switch-producers", "--plan", str(plan_file), "--failback", "--topic", topic,
+                          "--idle-seconds", "1")
+    assert back_producers.returncode == 0, back_producers.stderr
+    again = _cli("failback", "--plan", str(plan_file), "--failback", "--dry-run")
+    assert again.returncode == 0 and f"is plan '{plan.name}-failback-failback': src -> tgt" in again.stdout \
+        and "would store the start of 2 partition(s) at the forward copy's end: 0 target offset(s)" in again.stdout, \
+        again.stdout + again.stderr
 
     # Every record of both clusters is on the source once, in order; the group, which read part of the source,
     # then part of the target's own records, reads on from its next record on the source: nothing again, nothing
@@ -251,7 +274,8 @@ def _landed(admin, topic: str) -> int:
     return sum(list_offsets(admin, [TopicPartition(topic, p) for p in (0, 1)], OffsetSpec.latest()).values())
 
 
-def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kafka_pair, unique_name):
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_a_switched_topic_deleted_on_either_side_is_named_and_nothing_changes(kafka_pair, unique_name, side):
     source, target = kafka_pair
     sc, tc = source.client_config(), target.client_config()
     kept, deleted = f"{unique_name}-kept", f"{unique_name}-deleted"
@@ -266,11 +290,12 @@ def test_a_switched_topic_deleted_on_the_target_is_named_and_nothing_changes(kaf
             switch_producers(plan, sc, tc, topic, idle_s=0.5, timeout_s=120)
     finally:
         _stop(*forward)
-    target_admin = admin_client(tc)
-    target_admin.delete_topics([deleted])[deleted].result()
-    _wait_until(lambda: not existing_topics(admin_client(tc), [deleted]), "the target topic was not deleted")
+    config = sc if side == "source" else tc
+    admin = admin_client(config)
+    admin.delete_topics([deleted])[deleted].result()
+    _wait_until(lambda: not existing_topics(admin_client(config), [deleted]), f"the {side} topic was not deleted")
     way_back = Failback(plan, sc, tc)
-    with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan '{plan.name}' no longer exists on the target"):
+    with pytest.raises(FailbackError, match=f"topic '{deleted}' of plan '{plan.name}' no longer exists on the {side}"):
         way_back.prepare()
     assert not existing_topics(admin_client(sc), [InternalTopics.for_plan(way_back.plan).progress])
 
