@@ -170,9 +170,37 @@ def _params(plan: MigrationPlan, stages: list[str] = STAGES,
     }
 
 
-def _switch_tasks(path: str, wait: dict, retried: dict) -> tuple:
-    """The switch_groups and switch_producers stages of a migration or its way back: (the groups task, the switches
-    mapped over its batches, the topics task, the producer switches mapped over them)."""
+def _task_arguments(path: str) -> tuple[dict, dict]:
+    """(every sensor's arguments, every cutover step's). A sensor's retries are for Airflow failing a deferred task
+    on a stale executor event (apache/airflow#72716); a retry looks once before deferring. A cutover step killed
+    mid-task (its worker lost) is retried: run again, it repeats nothing it did (mirror_engine.switched). Their
+    refusals are AirflowFailException, never retried."""
+    retried = {"retries": 2, "retry_delay": timedelta(seconds=2)}
+    return {"plan_path": path, "wait_timeout_s": "{{ params.wait_timeout_s }}", **retried}, retried
+
+
+def _replicate_stage(path: str, wait: dict) -> tuple:
+    """An engine started on this Airflow worker, then a wait until an engine of the flow copies every partition."""
+    with TaskGroup("replicate"):
+        start = StartReplicationOperator(task_id="start", plan_path=path)
+        copying = EngineCopyingSensor(task_id="engine_copying", **wait)
+        start >> copying
+    return start, copying
+
+
+def _lag_sensor(wait: dict) -> ReplicationLagSensor:
+    return ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}",
+                                max_lag_s="{{ params.max_lag_s }}", **wait)
+
+
+def _cutover_stages(path: str, wait: dict, retried: dict) -> SwitchApprovalOperator:
+    """The approval gate, switch_groups, switch_producers and finish of a migration or its way back, in that order;
+    the gate, which the stages before lead to."""
+    with TaskGroup("approve"):
+        # Retried as the sensors are: Airflow 3.3 can fail a parked task on the stale success of the process that
+        # parked it when the answer comes within seconds (apache/airflow#72716); the retry asks again.
+        approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
+                                          **retried)
     with TaskGroup("switch_groups"):
         @task(task_id="groups")
         def groups_to_switch(params: dict | None = None) -> list[list[str]]:
@@ -198,7 +226,12 @@ def _switch_tasks(path: str, wait: dict, retried: dict) -> tuple:
             wait_timeout_s="{{ params.wait_timeout_s }}", map_index_template="{{ task.topic }}",
             **retried).expand(topic=topics)
         topic_ready >> producers
-    return groups, switched, topics, producers
+    with TaskGroup("finish"):
+        finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
+    approval >> groups
+    switched >> topics
+    producers >> finish
+    return approval
 
 
 def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
@@ -220,51 +253,32 @@ def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
         doc_md=DOC.format(name=name, source=plan.source.alias, target=plan.target.alias,
                           description=plan.description or "", reports=REPORTS, path=path),
     ) as dag:
-        # Every sensor's arguments. Its retries are for Airflow failing a deferred task on a stale executor
-        # event (apache/airflow#72716); a retry looks once before deferring. Real failures never retry.
-        wait = {"plan_path": path, "wait_timeout_s": "{{ params.wait_timeout_s }}", "retries": 2,
-                "retry_delay": timedelta(seconds=2)}
-        # A cutover step killed mid-task (its worker lost) is retried: run again, it repeats nothing it did
-        # (mirror_engine.switched). Its refusals are AirflowFailException, never retried.
-        retried = {"retries": 2, "retry_delay": timedelta(seconds=2)}
+        wait, retried = _task_arguments(path)
         with TaskGroup("preflight"):
             clusters = ClustersAnswerSensor(task_id="clusters_answer", trigger_rule="all_success", **wait)
             preflight = PreflightOperator(task_id="check", plan_path=path, trigger_rule="all_success")
             clusters >> preflight
         with TaskGroup("prepare"):
             prepare = PrepareTargetOperator(task_id="apply", plan_path=path, dry_run="{{ params.dry_run }}")
-        with TaskGroup("replicate"):
-            start = StartReplicationOperator(task_id="start", plan_path=path)
-            copying = EngineCopyingSensor(task_id="engine_copying", **wait)
-            start >> copying
+        start, copying = _replicate_stage(path, wait)
         with TaskGroup("backfill"):
             backfill = MigrationSparkSubmitOperator(task_id="history", job="backfill", plan_path=path,
                                                     stage="backfill", conn_id=SPARK_CONN_ID)
             backfilled = BackfillDoneSensor(task_id="done", **wait)
             backfill >> backfilled
         with TaskGroup("catch_up"):
-            caught_up = ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}",
-                                             max_lag_s="{{ params.max_lag_s }}", **wait)
+            caught_up = _lag_sensor(wait)
         with TaskGroup("validate"):
             validate = MigrationSparkSubmitOperator(task_id="records", job="validate", plan_path=path,
                                                     stage="validate", conn_id=SPARK_CONN_ID,
                                                     job_args=["--report-dir", str(REPORTS)])
         with TaskGroup("checkpoints"):
             checkpoints = CheckpointsCurrentSensor(task_id="current", **wait)
-        with TaskGroup("approve"):
-            # Retried as the sensors are: Airflow 3.3 can fail a parked task on the stale success of the process that
-            # parked it when the answer comes within seconds (apache/airflow#72716); the retry asks again.
-            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
-                                              **retried)
-        groups, switched, topics, producers = _switch_tasks(path, wait, retried)
-        with TaskGroup("finish"):
-            finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
+        approval = _cutover_stages(path, wait, retried)
 
         preflight >> prepare >> start
         copying >> backfill
-        backfilled >> caught_up >> validate >> checkpoints >> approval >> groups
-        switched >> topics
-        producers >> finish
+        backfilled >> caught_up >> validate >> checkpoints >> approval
     return dag
 
 
@@ -288,9 +302,7 @@ def build_failback_dag(plan_path: str, plan: MigrationPlan) -> DAG:
         doc_md=FAILBACK_DOC.format(name=plan.name, source=plan.source.alias, target=plan.target.alias,
                                    path=plan_path),
     ) as dag:
-        wait = {"plan_path": path, "wait_timeout_s": "{{ params.wait_timeout_s }}", "retries": 2,
-                "retry_delay": timedelta(seconds=2)}
-        retried = {"retries": 2, "retry_delay": timedelta(seconds=2)}
+        wait, retried = _task_arguments(path)
         with TaskGroup("preflight"):
             clusters = ClustersAnswerSensor(task_id="clusters_answer", trigger_rule="all_success",
                                             **{**wait, "plan_path": plan_path})
@@ -298,24 +310,13 @@ def build_failback_dag(plan_path: str, plan: MigrationPlan) -> DAG:
             clusters >> preflight
         with TaskGroup("prepare"):
             prepare = FailbackPrepareOperator(task_id="apply", plan_path=path, dry_run="{{ params.dry_run }}")
-        with TaskGroup("replicate"):
-            start = StartReplicationOperator(task_id="start", plan_path=path)
-            copying = EngineCopyingSensor(task_id="engine_copying", **wait)
-            start >> copying
+        start, copying = _replicate_stage(path, wait)
         with TaskGroup("catch_up"):
-            caught_up = ReplicationLagSensor(task_id="wait_for_lag", max_lag="{{ params.max_lag_records }}",
-                                             max_lag_s="{{ params.max_lag_s }}", **wait)
-        with TaskGroup("approve"):
-            approval = SwitchApprovalOperator(task_id="switch", plan_path=path, required="{{ params.approve_switch }}",
-                                              **retried)
-        groups, switched, topics, producers = _switch_tasks(path, wait, retried)
-        with TaskGroup("finish"):
-            finish = StopReplicationOperator(task_id="stop_engine", plan_path=path)
+            caught_up = _lag_sensor(wait)
+        approval = _cutover_stages(path, wait, retried)
 
         preflight >> prepare >> start
-        copying >> caught_up >> approval >> groups
-        switched >> topics
-        producers >> finish
+        copying >> caught_up >> approval
     return dag
 
 
