@@ -116,7 +116,7 @@ FAILBACK_DOC = """
 
 After the cutover of `{name}` (its producers switched to `{target}`), this DAG copies back to `{source}` what the
 target received since, then moves groups and producers back, with the migration's own sensors and proofs
-([the way back](docs/failback.md)). Each partition's copy back starts at the forward copy's end; a group's position
+(`docs/failback.md` in the project). Each partition's copy back starts at the forward copy's end; a group's position
 maps back exactly inside the forward copy and past it. It acts on plan `{name}-failback`, built when a task runs
 from `{name}` and the switched topics.
 
