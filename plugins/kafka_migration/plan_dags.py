@@ -61,9 +61,13 @@ def failback_dag_id(plan_name: str) -> str:
 
 
 def plan_of(dag_id: str) -> str | None:
-    """The plan a migration or validation DAG was built from (None for the shared DAGs; a way back's DAG acts on
-    a plan of its own, which the plans folder does not hold)."""
+    """The plan a migration or validation DAG was built from, or the way back's plan (`<plan>-failback`) of a way
+    back's DAG; None for the shared DAGs."""
     for prefix in (MIGRATION_DAG_PREFIX, VALIDATION_DAG_PREFIX):
         if dag_id.startswith(prefix):
             return dag_id.removeprefix(prefix)
+    if dag_id.startswith(FAILBACK_DAG_PREFIX):
+        from mirror_engine.failback import FAILBACK_SUFFIX
+
+        return dag_id.removeprefix(FAILBACK_DAG_PREFIX) + FAILBACK_SUFFIX
     return None

@@ -77,6 +77,14 @@ def test_the_failback_dag_copies_back_what_the_target_received_and_moves_group_a
     prepared = json.dumps(run.get_task_instance("prepare.apply").xcom_pull(task_ids="prepare.apply"))
     assert '"records_back": 600' in prepared, prepared
 
+    # The cockpit's pages of the way back (`<plan>-failback`) read its flow: the group and the topic switched back.
+    from kafka_migration.cockpit.views import Views
+
+    shown = Views().run(f"{plan.name}-failback", lambda view: view.cutover())
+    assert shown["plan"] == f"{plan.name}-failback"
+    assert [(row["group"], row["state"]) for row in shown["groups"]] == [(group, "switched")]
+    assert [(row["topic"], row["state"]) for row in shown["topics"]] == [(topic, "switched")]
+
     # Every record of both clusters on the source once, in order; the group on at its next record there.
     after = read_as_group(sc, group, topic, {0: None, 1: None})
     for p in (0, 1):

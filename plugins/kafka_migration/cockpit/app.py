@@ -20,7 +20,7 @@ from kafka_migration.cockpit import migration_pages, pages
 from kafka_migration.cockpit.links import NAME, PREFIX
 from kafka_migration.cockpit.runs import Waits, read_run
 from kafka_migration.cockpit.views import PlanUnavailable, Views
-from kafka_migration.plan_dags import migration_dag_id, plan_of, plans_folder
+from kafka_migration.plan_dags import plan_of, plans_folder
 
 __all__ = ["app", "plans_folder"]
 
@@ -31,7 +31,7 @@ app = FastAPI(title=NAME, dependencies=[Depends(get_user)])
 
 def latest_stage(plan: str) -> str:
     """The state of the plan's latest migration run and the stages it is in (from Airflow's database)."""
-    run = read_run(migration_dag_id(plan))
+    run = read_run(VIEWS.dag_id(plan))
     if run is None:
         return "never run"
     if run.state != "running":
@@ -41,9 +41,10 @@ def latest_stage(plan: str) -> str:
 
 def strip(plan: str, run_id: str | None = None) -> str:
     """The status strip of the plan's latest run (or of `run_id`), its waits read live."""
-    run = read_run(migration_dag_id(plan), run_id)
+    dag_id = VIEWS.dag_id(plan)
+    run = read_run(dag_id, run_id)
     sentences = WAITS.sentences(run.dag_id, run.waits) if run is not None and run.waits else []
-    return migration_pages.status_strip(plan, run, sentences, PREFIX, this_run=run_id is not None)
+    return migration_pages.status_strip(plan, run, sentences, PREFIX, this_run=run_id is not None, dag_id=dag_id)
 
 
 def plan_row(plan: str) -> dict[str, Any]:

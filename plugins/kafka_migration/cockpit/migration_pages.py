@@ -14,12 +14,13 @@ from kafka_migration.plan_dags import migration_dag_id
 
 
 # ------------------------------------------------------------------ status strip
-def status_strip(plan: str, run: RunRecord | None, sentences: list[str], prefix: str, *, this_run: bool = False
-                 ) -> str:
-    """Where the run stands and why it waits: its stage now, and each wait's sentence against the live value."""
+def status_strip(plan: str, run: RunRecord | None, sentences: list[str], prefix: str, *, this_run: bool = False,
+                 dag_id: str | None = None) -> str:
+    """Where the run stands and why it waits: its stage now, and each wait's sentence against the live value.
+    `dag_id`: the DAG whose runs move the plan's flow (default its migration DAG)."""
     if run is None:
         return (f"<div class='strip' id='strip'><p>No migration run yet: trigger the DAG "
-                f"<b>{esc(migration_dag_id(plan))}</b> to start one.</p></div>")
+                f"<b>{esc(dag_id or migration_dag_id(plan))}</b> to start one.</p></div>")
     link = esc(run.run_id) if this_run else f"<a href='{prefix}runs/{esc(run.dag_id)}/{esc(run.run_id)}'>" \
                                             f"{esc(run.run_id)}</a>"
     lines = []

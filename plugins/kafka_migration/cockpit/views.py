@@ -9,7 +9,7 @@ import re
 import threading
 from typing import Any
 
-from kafka_migration.plan_dags import plan_files, plans_folder, read_plan_file
+from kafka_migration.plan_dags import failback_dag_id, migration_dag_id, plan_files, plans_folder, read_plan_file
 
 
 class PlanUnavailable(Exception):
@@ -41,6 +41,10 @@ def unavailable(plan: str, error: Exception) -> PlanUnavailable:
             f"Plan {plan}: the Airflow connection '{conn_id}' is not defined. Define it under Admin > Connections "
             f"(type kafka, its bootstrap.servers in the extra) or as the environment variable "
             f"AIRFLOW_CONN_{conn_id.upper()}; this page then shows the migration.")
+    from mirror_engine.failback import FailbackError
+
+    if isinstance(error, FailbackError):
+        return PlanUnavailable(f"Plan {plan}: {_without_paths(str(error))}", 409)
     if isinstance(error, PlanError):
         return PlanUnavailable(f"Plan {plan} cannot be used: {_without_paths(str(error))}. Fix the plan file; "
                                "the page shows the migration at its next refresh.")
@@ -68,7 +72,26 @@ class Views:
                 files[plan_file.stem] = str(plan_file)  # shown with its problem
         return files
 
+    def way_back_of(self, plan: str) -> str | None:
+        """The plan of the plans folder whose way back `plan` is (`<plan>-failback`), else None."""
+        from mirror_engine.failback import FAILBACK_SUFFIX
+
+        files = self.plan_files()
+        forward = plan.removesuffix(FAILBACK_SUFFIX)
+        return forward if plan not in files and forward != plan and forward in files else None
+
+    def dag_id(self, plan: str) -> str:
+        """The DAG whose runs move the plan's flow: its migration DAG, or a way back's failback DAG."""
+        forward = self.way_back_of(plan)
+        return migration_dag_id(plan) if forward is None else failback_dag_id(forward)
+
     def plan_file(self, plan: str) -> str:
+        """The plan's reference; a way back's (`<plan>-failback`) is its forward plan's with `#failback`."""
+        from mirror_engine.mm2 import PlanReference
+
+        forward = self.way_back_of(plan)
+        if forward is not None:
+            return str(PlanReference.parse(self.plan_files()[forward]).way_back())
         plan_file = self.plan_files().get(plan)
         if plan_file is None:
             raise PlanUnavailable(f"There is no migration plan named '{plan}'. The cockpit shows the plans of its "
