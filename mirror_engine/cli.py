@@ -52,7 +52,7 @@ def _failback_of(args: argparse.Namespace, trips: int | None = None) -> Failback
 def _plan_and_clusters(args: argparse.Namespace) -> tuple[MigrationPlan, dict[str, str], dict[str, str]]:
     """The command's plan and both clusters' settings, once both answered; with --failback, the way back's plan and
     settings (it reads what was switched from the forward plan's target)."""
-    if getattr(args, "failback", False):
+    if args.failback:
         way_back = _failback_of(args)
         return way_back.plan, *way_back.client_configs()
     plan = load_plan_argument(args)

@@ -35,6 +35,7 @@ from mirror_engine.kafka import (
     fences_in_force,
     group_fence,
     list_offsets,
+    metadata_of,
     remove_fence,
     topic_write_fence,
 )
@@ -147,8 +148,7 @@ class Failback:
     def _partitions(self, source_admin: AdminClient, target_admin: AdminClient) -> list[tuple[str, int]]:
         """Every partition of the switched topics, the same on both clusters; FailbackError naming a topic gone from
         either side, or partitioned differently."""
-        on_source = source_admin.list_topics(timeout=15).topics
-        on_target = target_admin.list_topics(timeout=15).topics
+        on_source, on_target = metadata_of(source_admin, self.topics), metadata_of(target_admin, self.topics)
         partitions = []
         for topic in self.topics:
             for side, listing in (("source", on_source), ("target", on_target)):
@@ -192,7 +192,6 @@ class Failback:
             starts.append(PartitionStart(key[0], key[1], forward.target_position, target_ends[key],
                                          source_ends[key], turned))
         return starts
-
 
 
 class GroupSwitcherBack(GroupSwitcher):

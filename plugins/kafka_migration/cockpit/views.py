@@ -76,9 +76,11 @@ class Views:
         """The plan of the plans folder whose way back `plan` is (`<plan>-failback`), else None."""
         from mirror_engine.failback import FAILBACK_SUFFIX
 
+        if not plan.endswith(FAILBACK_SUFFIX):  # most names: no plan file read (every page refresh asks)
+            return None
         files = self.plan_files()
         forward = plan.removesuffix(FAILBACK_SUFFIX)
-        return forward if plan not in files and forward != plan and forward in files else None
+        return forward if plan not in files and forward in files else None
 
     def dag_id(self, plan: str) -> str:
         """The DAG whose runs move the plan's flow: its migration DAG, or a way back's failback DAG."""
