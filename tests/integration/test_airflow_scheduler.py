@@ -564,3 +564,51 @@ def _stop_engine(services: AirflowServices, plan: str) -> None:
     from mirror_engine.replication import stop_engine
 
     stop_engine(services.home / "mirror-engine" / f"{plan}.pid", timeout_s=60)
+
+
+def test_the_way_back_run_by_the_scheduler_copies_back_and_moves_the_group_back_exactly(kafka_pair, deployment):
+    """The way back's DAG (`kafka_migration_failback__<plan>`) under the scheduler, after the migration above
+    switched the group and the topic's producers: records written on the target since are copied back by the engine
+    its task started (which reads the clusters' connections through its environment, swapped for the way back),
+    every wait defers, and the group is committed back at its exact offsets."""
+    from tests.integration.kafka_data import end_offsets, read_partition
+
+    source, target = kafka_pair
+    services, topic, group = deployment.services, deployment.topic, deployment.group
+    dag_id = f"kafka_migration_failback__{deployment.plan_name}"
+    forward_ends = end_offsets(target, topic, 3)
+    produce(target, topic, [(i % 3, b"t%d" % i, b"on-target-%d" % i, None, NOW + 100_000 + i) for i in range(300)])
+    run_id = services.trigger(dag_id, {"groups": [group], "producer_topics": [topic], "producer_idle_s": 2,
+                                       "wait_timeout_s": 300})
+    try:
+        state = services.wait_for_run(dag_id, run_id, 600)
+    finally:
+        if (services.home / "mirror-engine" / f"{deployment.plan_name}-failback.pid").exists():  # the run failed
+            with contextlib.suppress(Exception):
+                _stop_engine(services, f"{deployment.plan_name}-failback")
+    tis = services.task_instances(dag_id, run_id)
+    states = {ti["task_id"]: ti["state"] for ti in tis}
+    assert state == "success" and all(s == "success" for s in states.values()), (states, services.log_tail("scheduler"))
+    sensors = ("preflight.clusters_answer", "replicate.engine_copying", "catch_up.wait_for_lag",
+               "switch_producers.ready")
+    deferred = {sensor for sensor in sensors if any(
+        "Trigger fired event" in text for text in _trigger_logs(services, dag_id, run_id, sensor).values())}
+    tries = {ti["task_id"]: ti["try_number"] for ti in tis}
+    assert set(sensors) == deferred | {sensor for sensor in sensors if tries[sensor] > 1}, deferred
+    # What the target received since the cutover is on the source once, in order, after what the forward copy left.
+    for p in range(3):
+        back = [r.content() for r in read_partition(source, topic, p) if r.offset >= forward_ends[p]]
+        assert back == [r.content() for r in read_partition(target, topic, p) if r.offset >= forward_ends[p]]
+        assert len(back) == 100
+    assert committed_offsets(AdminClient(source.client_config()), group) == committed_offsets(
+        AdminClient(target.client_config()), group)
+
+    # The way back's pages in the cockpit, in a real browser: its cutover page shows the group switched back.
+    from tests.integration.airflow_services import browser_page
+
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/kafka-migrations/plans/{deployment.plan_name}-failback/cutover",
+                  wait_until="networkidle")
+        _wait_for_text(page.locator("main"), rf"Group {re.escape(group)}: switched", 30)
+        assert "tgt → src: verified" in page.locator("main").inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-way-back-cutover.png"), full_page=True)
