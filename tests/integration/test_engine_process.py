@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from typing import ClassVar
 
 import pytest
@@ -82,7 +83,14 @@ def test_heartbeats_show_the_flow_alive_and_its_latency(kafka_pair, unique_name)
     runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
     runner.start()
     try:
-        latency = measure_latency(plan, source.client_config(), target.client_config(), timeout_s=60)
+        try:
+            latency = measure_latency(plan, source.client_config(), target.client_config(), timeout_s=60)
+        except LatencyError as error:
+            # Where the engine was meanwhile (once, in a CI run, it had logged nothing after its start's first
+            # line in 60 s): its thread's stack, with the error.
+            frame = sys._current_frames().get(runner.ident or 0)
+            stack = "".join(traceback.format_stack(frame)) if frame is not None else "(the engine's thread ended)"
+            pytest.fail(f"{error}\nthe engine's thread:\n{stack}")
         assert latency.replica_topic == "src.heartbeats"
         assert 0 < latency.latency_ms < 60_000
         beat = last_heartbeat(target.client_config(), plan)
