@@ -26,12 +26,29 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, str(ROOT / "plugins"))
 
 from kafka_local.cluster import KafkaCluster, start_pair  # noqa: E402
+from kafka_local.registry import SchemaRegistryServer, start_registry  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def kafka_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
     """A plain source and target cluster, shared by the whole session."""
     source, target = start_pair(tmp_path_factory.mktemp("kafka-plain"))
+    yield source, target
+    source.stop()
+    target.stop()
+
+
+@pytest.fixture(scope="session")
+def registry_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SchemaRegistryServer,
+                                                                             SchemaRegistryServer]]:
+    """A source and a target schema registry (Apicurio, Confluent-compatible API), shared by the whole session."""
+    home = tmp_path_factory.mktemp("registries")
+    source = start_registry(home / "source")
+    try:
+        target = start_registry(home / "target")
+    except BaseException:
+        source.stop()
+        raise
     yield source, target
     source.stop()
     target.stop()
