@@ -44,10 +44,10 @@ class ClusterSpec(StrictModel):
                 [f"cluster '{self.alias}' names only the Airflow connection '{self.conn_id}': "
                  "give bootstrap_servers to use it outside Airflow"],
             )
-        config = {"bootstrap.servers": _resolve_env(self.bootstrap_servers, f"{self.alias}.bootstrap_servers")}
+        config = {"bootstrap.servers": resolve_env(self.bootstrap_servers, f"{self.alias}.bootstrap_servers")}
         for key, value in self.client.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
-            config[key] = _resolve_env(text, f"{self.alias}.client.{key}")
+            config[key] = resolve_env(text, f"{self.alias}.client.{key}")
         return config
 
 
@@ -61,7 +61,7 @@ def render_client_config(alias: str, config: dict[str, str], where: str) -> dict
         raise PlanError(f"cluster '{alias}'", [f"{where}.{problem}" for problem in error.problems]) from None
 
 
-def _resolve_env(text: str, field: str) -> str:
+def resolve_env(text: str, field: str) -> str:
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in os.environ:

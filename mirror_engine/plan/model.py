@@ -25,6 +25,7 @@ from mirror_engine.plan.filters import (
 )
 from mirror_engine.plan.policy import ReplicationPolicy, is_cycle, make_policy
 from mirror_engine.plan.regexes import compile_any
+from mirror_engine.plan.registries import SchemasSpec
 from mirror_engine.plan.sections import (
     MM2_CONFIG_EXCLUDES,
     BackfillSpec,
@@ -51,6 +52,8 @@ class MigrationPlan(StrictModel):
     backfill: BackfillSpec = Field(default_factory=BackfillSpec)
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
     cutover: CutoverSpec = Field(default_factory=CutoverSpec)
+    # The schema registries, when records point into one (Confluent framing): none by default.
+    schemas: SchemasSpec | None = None
     schedule: str | None = None
 
     _schedule = field_validator("schedule")(check_schedule)

@@ -14,7 +14,8 @@ import re
 import threading
 
 REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(r"(?i)(password|secret|jaas|\.pem$|\.key$|token|credential)")
+# `basic.auth.user.info` (a schema registry's "user:password") included.
+_SECRET_KEY = re.compile(r"(?i)(password|secret|jaas|\.pem$|\.key$|token|credential|user\.info)")
 # `password="x"`, `sasl.password=x`, `"sasl.password": "x"` in free text (an exception's message, say).
 _SECRET_IN_TEXT = re.compile(
     r"(?i)(password|secret|sasl\.jaas\.config|credentials?)(\"?\s*[=:]\s*)(\"[^\"]*\"?|'[^']*'?|[^\s,;}]+)")
