@@ -163,6 +163,25 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     return 1 if preparation.refused or preparation.failed else 0
 
 
+def _cmd_schemas(args: argparse.Namespace) -> int:
+    from mirror_engine.prepare import prepare_schemas
+    from mirror_engine.schemas import RegistryError
+
+    plan = load_plan_argument(args)
+    source_config, _target_config = _reachable(plan)
+    try:
+        preparation = prepare_schemas(plan, source_config, apply=not args.dry_run)
+    except RegistryError as error:
+        print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
+        return 3
+    for line in preparation.lines():
+        print(redact(line))
+    if preparation.plan.refused:
+        print(f"error: {_in_file(args, preparation.plan.refused)}", file=sys.stderr)
+        return 1
+    return 1 if preparation.refused else 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     """The flow's copy and what runs beside it, as MM2's dedicated mode (`run_flow`); SIGTERM stops it cleanly. An MM2
     file of several enabled flows, without --flow: each flow in a process of its own (`_run_flow_set`)."""
@@ -415,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_source(prepare)
     prepare.add_argument("--dry-run", action="store_true", help="let the target validate the changes, apply none")
     prepare.set_defaults(handler=_cmd_prepare)
+
+    schemas = commands.add_parser("schemas", help="move the subjects of the plan's topics to the target registry: "
+                                                  "every version in order, references first, and compatibility")
+    _add_plan_source(schemas)
+    schemas.add_argument("--dry-run", action="store_true", help="print what the target registry lacks, change "
+                                                                "nothing")
+    schemas.set_defaults(handler=_cmd_schemas)
 
     run = commands.add_parser("run", help="copy all the plan's topics in this one process until stopped "
                                           "(SIGTERM stops cleanly), with heartbeats, topic, config and ACL sync "

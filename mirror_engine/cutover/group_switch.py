@@ -39,6 +39,7 @@ from mirror_engine.kafka import (
 )
 from mirror_engine.observe import FlowWatch, ReportStore
 from mirror_engine.plan import MigrationPlan
+from mirror_engine.schemas import RecordRewrites
 
 
 @dataclass
@@ -285,5 +286,7 @@ class GroupSwitcher:
             on_source = pool.submit(records_around_all, self.source_config, {(t, p): o for t, p, o, _, _ in rows})
             on_target = pool.submit(records_around_all, self.target_config, {(tt, p): o for _, p, _, tt, o in rows})
             source_ends, source_records, target_records = ends.result(), on_source.result(), on_target.result()
+        rewrites = RecordRewrites.for_plan(self.plan)
         return [prove_partition(t, p, so, tt, to, source_ends[(t, p)] - so, source_records[(t, p)],
-                                target_records[(tt, p)]) for t, p, so, tt, to in rows]
+                                target_records[(tt, p)], rewrites.of(t) if rewrites else None)
+                for t, p, so, tt, to in rows]

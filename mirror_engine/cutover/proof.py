@@ -3,6 +3,7 @@ fetched from both clusters, and their fingerprints (key, value, headers, timesta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -18,14 +19,20 @@ from confluent_kafka import (
 
 from mirror_engine.cutover.waiting import SwitchError
 from mirror_engine.kafka import SHORT_FETCH_WAIT, TopicPartitionKey, assign_known, consume_available
+from mirror_engine.schemas import RecordRewrite, UnmappedRecord
 
 
-def fingerprint(message: Message | None, with_timestamp: bool = True) -> str:
-    """Short hash of a record's key, value, headers and timestamp ("-" for no record)."""
+def fingerprint(message: Message | None, with_timestamp: bool = True, rewrite: RecordRewrite | None = None) -> str:
+    """Short hash of a record's key, value, headers and timestamp ("-" for no record); a source record's as its
+    copy is written (`rewrite`: the plan's schema ids)."""
     if message is None:
         return "-"
     digest = hashlib.sha256()
-    for part in (message.key(), message.value()):
+    key, value = message.key(), message.value()
+    if rewrite is not None:
+        with contextlib.suppress(UnmappedRecord):  # never copied: as it is, it matches no copy
+            key, value = rewrite(key, value)
+    for part in (key, value):
         digest.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
     for name, value in message.headers() or []:
         digest.update(name.encode() + b"\x00" + (b"\x00" if value is None else b"\x01" + value))
@@ -140,13 +147,14 @@ class PartitionSwitch:
 
 
 def prove_partition(topic: str, partition: int, source_offset: int, target_topic: str, target_offset: int, lag: int,
-           source: tuple[Message | None, Message | None], target: tuple[Message | None, Message | None]
-           ) -> PartitionSwitch:
-    """Compare the records before and at the position on both clusters."""
+           source: tuple[Message | None, Message | None], target: tuple[Message | None, Message | None],
+           rewrite: RecordRewrite | None = None) -> PartitionSwitch:
+    """Compare the records before and at the position on both clusters (the source's as rewritten by the plan's
+    schema ids, as their copies were)."""
     (source_before, source_at), (target_before, target_at) = source, target
     timed = not broker_timed(source_before, source_at, target_before, target_at)
-    before = (fingerprint(source_before, timed), fingerprint(target_before, timed))
-    at = (fingerprint(source_at, timed), fingerprint(target_at, timed))
+    before = (fingerprint(source_before, timed, rewrite), fingerprint(target_before, timed))
+    at = (fingerprint(source_at, timed, rewrite), fingerprint(target_at, timed))
     problems = []
     if before[0] != before[1]:
         problems.append("the records before differ")

@@ -12,6 +12,7 @@ from mirror_engine.prepare.actions import (
 )
 from mirror_engine.prepare.applying import apply_actions
 from mirror_engine.prepare.reading import ManagedTopics, managed_now, plan_preparation
+from mirror_engine.prepare.schemas import SchemaPreparation, prepare_schemas
 from mirror_engine.prepare.sequence import Preparation, prepare_target
 from mirror_engine.prepare.source_access import (
     ACL_SYNC,
@@ -35,12 +36,14 @@ __all__ = [
     "ManagedTopics",
     "Preparation",
     "PreparePlan",
+    "SchemaPreparation",
     "SourceAccess",
     "TargetConfigs",
     "apply_actions",
     "compute_actions",
     "managed_now",
     "plan_preparation",
+    "prepare_schemas",
     "prepare_target",
     "render_actions",
     "render_result",

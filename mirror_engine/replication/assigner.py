@@ -65,7 +65,7 @@ class PartitionAssigner:
         self.faults = faults
         self.targets = TargetTopics(plan, clients, lower_batch_cap)
         self.limits = LimitsGate(self.targets, states, lambda: clients.target_admin)
-        self.positions = StartPositions(plan, clients, self.targets, side, delivery)
+        self.positions = StartPositions(plan, clients, self.targets, side, delivery, copier.rewrite_of)
         self.stored: dict[TopicPartitionKey, PartitionProgress] = {}
         self.source_topics: list[str] = []
         self.initial_partitions: set[TopicPartitionKey] = set()  # those there when this engine started
@@ -232,7 +232,8 @@ class PartitionAssigner:
             target_end = target_ends[(self.targets.name(topic), partition)]
             position = progress.position if progress else starts[key]
             state = PartitionState(topic, partition, self.targets.name(topic), position, ids.get(topic, ""),
-                                   offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition)
+                                   offset_syncs=self.side.offset_syncs, on_failure=self.copier.fail_partition,
+                                   rewrite=self.copier.rewrite_of(topic))
             state.target_position = progress.target_position if progress and progress.target_position >= 0 \
                 else target_end
             state.end_known = latest[key]  # the status's lag until the consumer's first fetch of it

@@ -15,16 +15,22 @@ from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.copy_contract import produce_when_room
 from mirror_engine.replication.faults import Faults
 from mirror_engine.replication.partition_state import PartitionState
+from mirror_engine.schemas import RecordRewrite, RecordRewrites, UnmappedRecord
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
 
 class RecordCopier:
     def __init__(self, clients: EngineClients, states: dict[TopicPartitionKey, PartitionState],
-                 faults: Faults) -> None:
+                 faults: Faults, rewrites: RecordRewrites | None = None) -> None:
         self.clients = clients
         self.states = states
         self.faults = faults
+        self.rewrites = rewrites
+
+    def rewrite_of(self, topic: str) -> RecordRewrite | None:
+        """The topic's schema-id rewrite under the plan's registries, or None."""
+        return None if self.rewrites is None else self.rewrites.of(topic)
 
     def copy(self, messages: list[Message]) -> None:
         producer_of = self.clients.records.of
@@ -56,6 +62,18 @@ class RecordCopier:
             if not state.failed:
                 offset = message.offset()
                 value, key, headers = message.value(), message.key(), message.headers()
+                if state.rewrite is not None:
+                    try:
+                        key, value = state.rewrite(key, value)
+                    except UnmappedRecord as unmapped:
+                        self.stop_partition_at(state, offset, f"{state.topic}[{partition}]: the record at offset "
+                                                              f"{offset} cannot be copied: {unmapped}")
+                        run_start = False
+                        if run_ends:
+                            state.records_produced += run_length
+                            state.bytes_read += run_bytes
+                            state = None
+                        continue
                 # A record the target topic cannot take must never be produced: the broker would refuse its
                 # whole batch and the producer would turn that into a fatal error for every partition.
                 # A cheap bound first; the exact size only for records near the limit.

@@ -47,6 +47,7 @@ from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.status_reporter import StatusReporter
 from mirror_engine.replication.target_upkeep import TargetUpkeep
 from mirror_engine.scheduler import PeriodicTask, Scheduler
+from mirror_engine.schemas import RecordRewrites
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class Replicator:
         self.reporter = StatusReporter(plan, self.worker_id, self.membership_kind.mode, self.exactly_once,
                                        self.topics.status, states, faults, lambda: self.flow_state,
                                        self.side.on_delivery, clients)
-        self.copier = RecordCopier(clients, states, faults)
+        self.copier = RecordCopier(clients, states, faults, RecordRewrites.for_plan(plan))
         self.delivery = (Transactional if self.exactly_once else AtLeastOnce)(clients, self.side, faults)
         self.control = ControlChannel(plan, self.target_config)
         self.assigner = PartitionAssigner(plan, clients, states, self.control, self.side, self.copier, self.delivery,

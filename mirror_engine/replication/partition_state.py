@@ -74,6 +74,9 @@ class PartitionState:
     # stops the partition, called with (state, reason, offset).
     offset_syncs: OffsetSyncWriter | None = None
     on_failure: Callable[[PartitionState, str, int], None] | None = None
+    # The plan's schema-id rewrite of the topic's records, (key, value) -> (key, value), or None
+    # (`mirror_engine.schemas.RecordRewrites`).
+    rewrite: Callable[[bytes | None, bytes | None], tuple[bytes | None, bytes | None]] | None = None
 
     def __post_init__(self) -> None:
         self.produced_next = self.acked_next = self.start_position

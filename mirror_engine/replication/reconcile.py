@@ -12,8 +12,10 @@ partition) it goes on from the stored progress and says so.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Message, TopicPartition
@@ -21,6 +23,7 @@ from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Mes
 from mirror_engine.kafka import TopicPartitionKey
 from mirror_engine.replication.copy_contract import fingerprint
 from mirror_engine.replication.offset_syncs import SyncOnDelta
+from mirror_engine.schemas import RecordRewrite, UnmappedRecord
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -91,11 +94,15 @@ class SourceWalk:
         return Reconciled(self.last_source + 1, self.tail.target_end, self.seen, self.last_source, self.syncs)
 
 
-def _fingerprint(message: Message) -> bytes:
+def _fingerprint(message: Message, rewrite: RecordRewrite | None = None) -> bytes:
+    """A record's fingerprint; a source record's as its copy is written (`rewrite`: the plan's schema ids)."""
     # A LogAppendTime record's timestamp is its own broker's: a copy's differs by nature, so it is left out.
     kind, timestamp = message.timestamp()
-    return fingerprint(message.key(), message.value(), message.headers(),
-                       -1 if kind == TIMESTAMP_LOG_APPEND_TIME else timestamp)
+    key, value = message.key(), message.value()
+    if rewrite is not None:
+        with contextlib.suppress(UnmappedRecord):  # never copied: its fingerprint as it is matches no copy
+            key, value = rewrite(key, value)
+    return fingerprint(key, value, message.headers(), -1 if kind == TIMESTAMP_LOG_APPEND_TIME else timestamp)
 
 
 def _read_one_each(consumer: Consumer, wanted: dict[TopicPartitionKey, int], deadline: float
@@ -119,8 +126,10 @@ def _read_one_each(consumer: Consumer, wanted: dict[TopicPartitionKey, int], dea
 
 
 def reconcile_tails(source_config: dict[str, str], target_config: dict[str, str], tails: list[TargetTail],
-                    timeout_s: float = 60.0) -> dict[TopicPartitionKey, Reconciled | str]:
-    """For each tail, the reconciled position or why the stored progress stands (keyed by source partition)."""
+                    timeout_s: float = 60.0, rewrite_of: Callable[[str], RecordRewrite | None] = lambda _: None,
+                    ) -> dict[TopicPartitionKey, Reconciled | str]:
+    """For each tail, the reconciled position or why the stored progress stands (keyed by source partition).
+    `rewrite_of`: a topic's schema-id rewrite, which its copies carry."""
     if not tails:
         return {}
     deadline = time.monotonic() + timeout_s
@@ -133,6 +142,7 @@ def reconcile_tails(source_config: dict[str, str], target_config: dict[str, str]
     finally:
         target.close()
     walks = {(t.topic, t.partition): SourceWalk(t) for t in tails}
+    rewrites = {t.topic: rewrite_of(t.topic) for t in tails}
     source = Consumer({**source_config, **reader, "isolation.level": "read_committed"})
     try:
         source.assign([TopicPartition(t.topic, t.partition, t.source_position) for t in tails])
@@ -145,7 +155,7 @@ def reconcile_tails(source_config: dict[str, str], target_config: dict[str, str]
                     if error.code() == KafkaError._PARTITION_EOF:
                         ended.add(key)
                     continue
-                walks[key].add(message.offset(), _fingerprint(message))
+                walks[key].add(message.offset(), _fingerprint(message, rewrites[key[0]]))
             if ended and all(walk.done or key in ended for key, walk in walks.items()):
                 break
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
@@ -23,6 +24,7 @@ from mirror_engine.replication.partition_state import PartitionState
 from mirror_engine.replication.reconcile import Reconciled, TargetTail, reconcile_tails
 from mirror_engine.replication.side_records import SideRecordWriter
 from mirror_engine.replication.target_topics import TargetTopics
+from mirror_engine.schemas import RecordRewrite
 
 log = logging.getLogger("mirror_engine.replication.engine")
 
@@ -34,8 +36,9 @@ class StartPositions:
     asks, never stored here (the assigner holds the stored progress and the partitions' states)."""
 
     def __init__(self, plan: MigrationPlan, clients: EngineClients, targets: TargetTopics, side: SideRecordWriter,
-                 delivery: DeliveryMode) -> None:
+                 delivery: DeliveryMode, rewrite_of: Callable[[str], RecordRewrite | None]) -> None:
         self.plan = plan
+        self.rewrite_of = rewrite_of
         self.clients = clients
         self.targets = targets
         self.side = side
@@ -77,7 +80,8 @@ class StartPositions:
         if not tails:
             return {}
         started = time.monotonic()
-        results = reconcile_tails(self.clients.source_config, self.clients.target_config, tails)
+        results = reconcile_tails(self.clients.source_config, self.clients.target_config, tails,
+                                  rewrite_of=self.rewrite_of)
         counted = sum(r.records for r in results.values() if isinstance(r, Reconciled))
         log.info("%d record(s) on the target past the stored progress of %d partition(s) counted as copied in "
                  "%.2f s", counted, len(tails), time.monotonic() - started)
