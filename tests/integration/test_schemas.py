@@ -1,0 +1,220 @@
+"""Schemas move with the data, on real brokers and real registries (Apicurio, Confluent-compatible API): records
+written with confluent-kafka's own serializers on the source are read with them on the target, against the target
+registry, value for value; in `ids: translate` the target's ids differ and the copies' bytes 1-4 say so, in
+`ids: keep` they are the source's. A subject the target holds otherwise is refused with a sentence, unchanged."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from kafka_local.registry import start_registry
+from mirror_engine.cli import main
+from mirror_engine.cutover import GroupSwitcher
+from mirror_engine.plan import plan_from_dict
+from mirror_engine.replication import Replicator
+from mirror_engine.schemas import RegistryClient, framed_id
+from tests.integration.kafka_data import end_offsets, read_partition
+from tests.integration.plans import create_topics, plan_dict
+
+PARTITIONS = 2
+ADDRESS = {"type": "record", "name": "Address", "namespace": "shop",
+           "fields": [{"name": "street", "type": "string"}, {"name": "city", "type": "string"}]}
+ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop",
+            "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "shop.Address"}]}
+ORDER_V2 = {**ORDER_V1, "fields": [*ORDER_V1["fields"], {"name": "note", "type": ["null", "string"],
+                                                        "default": None}]}
+EVENT = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Event", "type": "object",
+         "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind", "n"]}
+
+
+def _schema_plan(source, target, registries, prefix: str, **schemas) -> dict:
+    source_registry, target_registry = registries
+    data = plan_dict(source, target, prefix)
+    data["schemas"] = {"source": {"url": source_registry.url}, "target": {"url": target_registry.url}, **schemas}
+    return data
+
+
+def _avro_producer(cluster, registry_url: str, subject_prefix: str, order_schema: dict, version: int):
+    """An application's producer of orders: the Order schema references Address (its own subject)."""
+    client = SchemaRegistryClient({"url": registry_url})
+    client.register_schema(f"{subject_prefix}-address", Schema(json.dumps(ADDRESS), "AVRO"))
+    reference = SchemaReference("shop.Address", f"{subject_prefix}-address", 1)
+    client.register_schema(f"{subject_prefix}-orders-value", Schema(json.dumps(order_schema), "AVRO", [reference]))
+    registered = client.get_version(f"{subject_prefix}-orders-value", version)
+    serializer = AvroSerializer(client, registered.schema, conf={"auto.register.schemas": False,
+                                                                 "use.schema.id": registered.schema_id})
+    return serializer
+
+
+def _produce(cluster, topic: str, serializer, values: list[dict]) -> None:
+    producer = Producer({**cluster.client_config(), "linger.ms": 5})
+    for i, value in enumerate(values):
+        data = serializer(value, SerializationContext(topic, MessageField.VALUE))
+        producer.produce(topic, data, f"k{i}".encode(), i % PARTITIONS)
+    assert producer.flush(60) == 0
+
+
+def _read_values(cluster, topic: str, deserializer) -> list[list]:
+    """Every partition's values, deserialized, in order."""
+    found = []
+    for partition in range(PARTITIONS):
+        found.append([deserializer(r.value, SerializationContext(topic, MessageField.VALUE))
+                      for r in read_partition(cluster, topic, partition)])
+    return found
+
+
+def _wait_copied(target, topic: str, wanted: int, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while sum(end_offsets(target, topic, PARTITIONS)) < wanted:
+        assert time.monotonic() < deadline, f"{topic}: fewer than {wanted} records on the target in {timeout_s} s"
+        time.sleep(0.2)
+
+
+def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas_arrive_mid_run(
+        kafka_pair, registry_pair, unique_name, tmp_path, capsys):
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    orders, events = f"{unique_name}-orders", f"{unique_name}-events"
+    create_topics(source, [NewTopic(orders, PARTITIONS, 1), NewTopic(events, PARTITIONS, 1)])
+    # The target registry already holds other schemas: the ids it gives differ from the source's.
+    for n in range(3):
+        RegistryClient({"url": target_registry.url}).register(
+            f"{unique_name}-other-{n}-value", _avro_schema({"type": "record", "name": f"Other{n}", "fields": []}))
+
+    serializer = _avro_producer(source, source_registry.url, unique_name, ORDER_V1, 1)
+    first = [{"id": i, "ship_to": {"street": f"s{i}", "city": "c"}} for i in range(200)]
+    _produce(source, orders, serializer, first)
+    source_client = SchemaRegistryClient({"url": source_registry.url})
+    json_serializer = JSONSerializer(json.dumps(EVENT), source_client, conf={"auto.register.schemas": True})
+    event_values = [{"kind": "click", "n": i} for i in range(100)]
+    _produce(source, events, json_serializer, event_values)
+
+    data = _schema_plan(source, target, registry_pair, unique_name)
+    plan = plan_from_dict(data)
+
+    # The dry run names what the target lacks and changes nothing; then the move.
+    plan_path = _write_plan(data, tmp_path)
+    assert main(["schemas", "--plan", str(plan_path), "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert f"subject {unique_name}-address: register version(s) 1" in dry, dry
+    assert f"subject {unique_name}-orders-value: register version(s) 1" in dry, dry
+    assert not RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value")
+    assert main(["schemas", "--plan", str(plan_path)]) == 0
+    assert RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value") == [1]
+
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 180})
+    runner.start()
+    try:
+        _wait_copied(target, orders, len(first))
+        # A schema registered on the source while the migration runs: its records follow, and it reaches the
+        # target registry before the first of them is copied.
+        serializer_v2 = _avro_producer(source, source_registry.url, unique_name, ORDER_V2, 2)
+        second = [{"id": 1000 + i, "ship_to": {"street": "x", "city": "y"}, "note": f"n{i}"} for i in range(100)]
+        _produce(source, orders, serializer_v2, second)
+        _wait_copied(target, orders, len(first) + len(second))
+        _wait_copied(target, events, len(event_values))
+        # A group that stopped on the source switches with its proof: the records before and at its position
+        # compared on both clusters, the source's as their copies were written (ids translated).
+        group = f"{unique_name}-app"
+        committer = Consumer({**source.client_config(), "group.id": group})
+        committer.commit(offsets=[TopicPartition(orders, n, 60 + n) for n in range(PARTITIONS)], asynchronous=False)
+        committer.close()
+        report = GroupSwitcher(plan, source.client_config(), target.client_config()).switch(group, timeout_s=60)
+        assert report.ok, report.render()
+        assert [row.target_offset for row in report.partitions] == [60 + n for n in range(PARTITIONS)]
+    finally:
+        replicator.stop()
+        runner.join(60)
+    assert not replicator.faults.fatal
+
+    # Every record read on the target with the target registry equals the source's, value for value, in order.
+    target_client = SchemaRegistryClient({"url": target_registry.url})
+    assert _read_values(target, orders, AvroDeserializer(target_client)) == \
+        _read_values(source, orders, AvroDeserializer(source_client))
+    assert _read_values(target, events, JSONDeserializer(None, schema_registry_client=target_client)) == \
+        _read_values(source, events, JSONDeserializer(None, schema_registry_client=source_client))
+    # The ids were translated (the target's differ), and only bytes 1-4 changed; no offset moved.
+    source_records = read_partition(source, orders, 0)
+    target_records = read_partition(target, orders, 0)
+    assert [r.offset for r in target_records] == [r.offset for r in source_records]
+    pairs = {(framed_id(s.value), framed_id(t.value)) for s, t in zip(source_records, target_records, strict=True)}
+    assert len(pairs) == 2 and all(s != t for s, t in pairs), pairs
+    assert all(s.value[5:] == t.value[5:] and s.key == t.key for s, t in zip(source_records, target_records,
+                                                                             strict=True))
+    assert RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value") == [1, 2]
+
+
+def test_kept_ids_move_the_whole_registry_into_an_empty_target(kafka_pair, registry_pair, unique_name, tmp_path,
+                                                               capsys):
+    source, target = kafka_pair
+    source_registry, _ = registry_pair
+    empty_target = start_registry(tmp_path / "registry")
+    try:
+        orders = f"{unique_name}-orders"
+        create_topics(source, [NewTopic(orders, PARTITIONS, 1)])
+        serializer = _avro_producer(source, source_registry.url, unique_name, ORDER_V1, 1)
+        values = [{"id": i, "ship_to": {"street": "s", "city": f"c{i}"}} for i in range(50)]
+        _produce(source, orders, serializer, values)
+        data = _schema_plan(source, target, (source_registry, empty_target), unique_name, ids="keep")
+        plan_path = _write_plan(data, tmp_path)
+        assert main(["schemas", "--plan", str(plan_path), "--dry-run"]) == 0
+        assert "import the source registry's export" in capsys.readouterr().out
+        assert main(["schemas", "--plan", str(plan_path)]) == 0
+        # A second move finds every version there, under the same ids: nothing to do.
+        assert main(["schemas", "--plan", str(plan_path)]) == 0
+
+        assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(
+            until_caught_up=True, max_seconds=120).records == len(values)
+        source_records = read_partition(source, orders, 0) + read_partition(source, orders, 1)
+        target_records = read_partition(target, orders, 0) + read_partition(target, orders, 1)
+        assert [r.content() for r in target_records] == [r.content() for r in source_records]  # bytes as they were
+        target_client = SchemaRegistryClient({"url": empty_target.url})
+        assert _read_values(target, orders, AvroDeserializer(target_client)) == \
+            _read_values(source, orders, AvroDeserializer(SchemaRegistryClient({"url": source_registry.url})))
+    finally:
+        empty_target.stop()
+
+
+def test_a_subject_the_target_holds_otherwise_is_refused_with_a_sentence_and_left_unchanged(
+        kafka_pair, registry_pair, unique_name, tmp_path, capsys):
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    orders = f"{unique_name}-orders"
+    create_topics(source, [NewTopic(orders, PARTITIONS, 1)])
+    _avro_producer(source, source_registry.url, unique_name, ORDER_V1, 1)
+    held = _avro_schema({"type": "record", "name": "Unrelated", "fields": [{"name": "x", "type": "int"}]})
+    target_client = RegistryClient({"url": target_registry.url})
+    target_client.register(f"{unique_name}-orders-value", held)
+    before = target_client.versions(f"{unique_name}-orders-value")
+
+    plan_path = _write_plan(_schema_plan(source, target, registry_pair, unique_name), tmp_path)
+    assert main(["schemas", "--plan", str(plan_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"subject {unique_name}-orders-value" in out and "holds something else" in out, out
+    assert target_client.versions(f"{unique_name}-orders-value") == before
+    # The subject it references moved: it stands alone.
+    assert target_client.versions(f"{unique_name}-address") == [1]
+
+
+def _avro_schema(schema: dict):
+    from mirror_engine.schemas import Schema as RegistrySchema
+
+    return RegistrySchema(json.dumps(schema))
+
+
+def _write_plan(data: dict, folder: Path) -> Path:
+    path = folder / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
