@@ -6,6 +6,10 @@ registry, value for value; in `ids: translate` the target's ids differ and the c
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -218,3 +222,73 @@ def _write_plan(data: dict, folder: Path) -> Path:
     path = folder / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+KILL_PARTITIONS = 4
+KILL_RECORDS = 400_000
+
+
+def test_kill_9_during_a_translating_copy_leaves_each_record_once_with_the_target_id(
+        kafka_pair, registry_pair, unique_name, tmp_path):
+    """At-least-once: each restart checks the target's tail past the stored progress against the source's records
+    as rewritten, and counts it as copied; compared as bytes, the tail would not match and be copied again."""
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    topic = f"{unique_name}-crash"
+    create_topics(source, [NewTopic(topic, KILL_PARTITIONS, 1)])
+    for n in range(2):  # the target's ids differ from the source's
+        RegistryClient({"url": target_registry.url}).register(
+            f"{unique_name}-filler-{n}-value", _avro_schema({"type": "record", "name": f"F{n}", "fields": []}))
+    reading = _avro_schema({"type": "record", "name": "Reading", "fields": [{"name": "v", "type": "long"}]})
+    source_id = RegistryClient({"url": source_registry.url}).register(f"{topic}-value", reading)
+    producer = Producer({**source.client_config(), "linger.ms": 20, "batch.size": 1 << 20})
+    for i in range(KILL_RECORDS):
+        while True:
+            try:
+                producer.produce(topic, b"\x00" + source_id.to_bytes(4, "big") + i.to_bytes(8, "big"),
+                                 b"k%d" % i, i % KILL_PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+    data = _schema_plan(source, target, registry_pair, topic)
+    data["engine"] = {"progress_interval_s": 0.25}  # kills after a stored progress land early in the copy
+    plan_path = _write_plan(data, tmp_path)
+    command = [sys.executable, "-m", "mirror_engine.cli", "run", "--plan", str(plan_path)]
+    logs = []
+    for kill, share in enumerate((0.0, 0.2, 0.5)):
+        log_file = tmp_path / f"run-{kill}.log"
+        logs.append(log_file)
+        with log_file.open("w") as log:
+            engine = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        threshold = max(1, int(share * KILL_RECORDS))  # the first records written, then a fifth, then half
+        deadline = time.monotonic() + 120
+        while engine.poll() is None and time.monotonic() < deadline and (
+                topic not in _target_topics(target) or sum(end_offsets(target, topic, KILL_PARTITIONS)) < threshold):
+            time.sleep(0.005)
+        assert engine.poll() is None, f"the engine exited on its own:\n{log_file.read_text()[-3000:]}"
+        os.kill(engine.pid, signal.SIGKILL)
+        engine.wait()
+    assert sum(end_offsets(target, topic, KILL_PARTITIONS)) < KILL_RECORDS, "the kills came too late"
+    final = subprocess.run([*command, "--until-caught-up", "--max-seconds", "300"], capture_output=True, text=True,
+                           timeout=400)
+    assert final.returncode == 0, final.stderr[-3000:]
+    restarts = [log.read_text() for log in logs[1:]] + [final.stderr]
+    assert sum("counted as copied" in text for text in restarts) >= 2, restarts[-1][-3000:]
+    assert not any("copying on from the stored progress" in text for text in restarts)
+
+    target_id = RegistryClient({"url": target_registry.url}).lookup(f"{topic}-value", reading)
+    assert target_id is not None and target_id[0] != source_id
+    framed_target = b"\x00" + target_id[0].to_bytes(4, "big")
+    for partition in range(KILL_PARTITIONS):
+        expected = [(r.offset, r.key, framed_target + r.value[5:], r.timestamp)
+                    for r in read_partition(source, topic, partition)]
+        copied = [(r.offset, r.key, r.value, r.timestamp) for r in read_partition(target, topic, partition)]
+        assert copied == expected, f"partition {partition}: {len(copied)} records for {len(expected)}"
+
+
+def _target_topics(cluster) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient(cluster.client_config()).list_topics(timeout=5).topics)
