@@ -5,6 +5,7 @@ registry, value for value; in `ids: translate` the target's ids differ and the c
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -20,7 +22,9 @@ from confluent_kafka.admin import NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kafka_local.registry import start_registry
 from mirror_engine.cli import main
@@ -40,6 +44,60 @@ ORDER_V2 = {**ORDER_V1, "fields": [*ORDER_V1["fields"], {"name": "note", "type":
                                                         "default": None}]}
 EVENT = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Event", "type": "object",
          "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind", "n"]}
+
+
+PROTOBUF = {"use.deprecated.format": False}
+
+
+@cache
+def _payment_type() -> type:
+    """A Protobuf message type as an application's generated code has it: `shop.Payment` (shop/payment.proto)
+    imports `shop.Money` (shop/money.proto), which the serializer registers as a reference of its own."""
+    pool = descriptor_pool.DescriptorPool()
+    money = descriptor_pb2.FileDescriptorProto(name="shop/money.proto", package="shop", syntax="proto3")
+    fields = money.message_type.add(name="Money").field
+    fields.add(name="cents", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64, label=1)
+    fields.add(name="currency", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
+    pool.Add(money)
+    payment = descriptor_pb2.FileDescriptorProto(name="shop/payment.proto", package="shop", syntax="proto3",
+                                                 dependency=["shop/money.proto"])
+    fields = payment.message_type.add(name="Payment").field
+    fields.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
+    fields.add(name="amount", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+               type_name=".shop.Money", label=1)
+    pool.Add(payment)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Payment"))
+
+
+def _payments(count: int) -> list:
+    payment_type = _payment_type()
+    found = []
+    for i in range(count):
+        payment = payment_type(id=f"p{i}")
+        payment.amount.cents, payment.amount.currency = 100 + i, "EUR"
+        found.append(payment)
+    return found
+
+
+def _protobuf_reader(registry_url: str):
+    """Reads a framed Protobuf value as confluent-kafka's deserializer does, from the registry's schema of its id.
+
+    Not the deserializer itself: it asks for `/schemas/ids/N?format=serialized`, which Apicurio 3.3.3's
+    Confluent-compatible API answers with a 500 for the base64 form the Python serializer registers (on the source
+    registry alike, before any migration). The schema of the id must be the message's file, its reference the
+    registry's `shop/money.proto`."""
+    registry = RegistryClient({"url": registry_url})
+
+    def read(data: bytes, _context: SerializationContext) -> tuple:
+        schema = registry.schema(framed_id(data) or -1)
+        assert schema is not None and schema.schema_type == "PROTOBUF"
+        described = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(schema.text))
+        assert described.name == "shop/payment.proto" and [r.subject for r in schema.references] == \
+            ["shop/money.proto"]
+        assert data[5] == 0  # message indexes [0]: the file's first message
+        return described.message_type[0].name, _payment_type().FromString(data[6:])
+
+    return read
 
 
 def _schema_plan(source, target, registries, prefix: str, **schemas) -> dict:
@@ -89,8 +147,8 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
         kafka_pair, registry_pair, unique_name, tmp_path, capsys):
     source, target = kafka_pair
     source_registry, target_registry = registry_pair
-    orders, events = f"{unique_name}-orders", f"{unique_name}-events"
-    create_topics(source, [NewTopic(orders, PARTITIONS, 1), NewTopic(events, PARTITIONS, 1)])
+    orders, events, payments = f"{unique_name}-orders", f"{unique_name}-events", f"{unique_name}-payments"
+    create_topics(source, [NewTopic(t, PARTITIONS, 1) for t in (orders, events, payments)])
     # The target registry already holds other schemas: the ids it gives differ from the source's.
     for n in range(3):
         RegistryClient({"url": target_registry.url}).register(
@@ -103,6 +161,7 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
     json_serializer = JSONSerializer(json.dumps(EVENT), source_client, conf={"auto.register.schemas": True})
     event_values = [{"kind": "click", "n": i} for i in range(100)]
     _produce(source, events, json_serializer, event_values)
+    _produce(source, payments, ProtobufSerializer(_payment_type(), source_client, PROTOBUF), _payments(80))
 
     data = _schema_plan(source, target, registry_pair, unique_name)
     plan = plan_from_dict(data)
@@ -129,6 +188,7 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
         _produce(source, orders, serializer_v2, second)
         _wait_copied(target, orders, len(first) + len(second))
         _wait_copied(target, events, len(event_values))
+        _wait_copied(target, payments, 80)
         # A group that stopped on the source switches with its proof: the records before and at its position
         # compared on both clusters, the source's as their copies were written (ids translated).
         group = f"{unique_name}-app"
@@ -149,6 +209,9 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
         _read_values(source, orders, AvroDeserializer(source_client))
     assert _read_values(target, events, JSONDeserializer(None, schema_registry_client=target_client)) == \
         _read_values(source, events, JSONDeserializer(None, schema_registry_client=source_client))
+    assert _read_values(target, payments, _protobuf_reader(target_registry.url)) == \
+        _read_values(source, payments, _protobuf_reader(source_registry.url))
+    assert RegistryClient({"url": target_registry.url}).versions("shop/money.proto") == [1]  # its reference
     # The ids were translated (the target's differ), and only bytes 1-4 changed; no offset moved.
     source_records = read_partition(source, orders, 0)
     target_records = read_partition(target, orders, 0)
@@ -166,11 +229,14 @@ def test_kept_ids_move_the_whole_registry_into_an_empty_target(kafka_pair, regis
     source_registry, _ = registry_pair
     empty_target = start_registry(tmp_path / "registry")
     try:
-        orders = f"{unique_name}-orders"
-        create_topics(source, [NewTopic(orders, PARTITIONS, 1)])
+        orders, events, payments = f"{unique_name}-orders", f"{unique_name}-events", f"{unique_name}-payments"
+        create_topics(source, [NewTopic(t, PARTITIONS, 1) for t in (orders, events, payments)])
         serializer = _avro_producer(source, source_registry.url, unique_name, ORDER_V1, 1)
         values = [{"id": i, "ship_to": {"street": "s", "city": f"c{i}"}} for i in range(50)]
         _produce(source, orders, serializer, values)
+        source_client = SchemaRegistryClient({"url": source_registry.url})
+        _produce(source, events, JSONSerializer(json.dumps(EVENT), source_client), [{"kind": "k", "n": 1}] * 20)
+        _produce(source, payments, ProtobufSerializer(_payment_type(), source_client, PROTOBUF), _payments(30))
         data = _schema_plan(source, target, (source_registry, empty_target), unique_name, ids="keep")
         plan_path = _write_plan(data, tmp_path)
         assert main(["schemas", "--plan", str(plan_path), "--dry-run"]) == 0
@@ -180,13 +246,18 @@ def test_kept_ids_move_the_whole_registry_into_an_empty_target(kafka_pair, regis
         assert main(["schemas", "--plan", str(plan_path)]) == 0
 
         assert Replicator(plan_from_dict(data), source.client_config(), target.client_config()).run(
-            until_caught_up=True, max_seconds=120).records == len(values)
-        source_records = read_partition(source, orders, 0) + read_partition(source, orders, 1)
-        target_records = read_partition(target, orders, 0) + read_partition(target, orders, 1)
-        assert [r.content() for r in target_records] == [r.content() for r in source_records]  # bytes as they were
+            until_caught_up=True, max_seconds=120).records == len(values) + 20 + 30
+        for topic in (orders, events, payments):  # bytes as they were: the ids are the target's too
+            for partition in range(PARTITIONS):
+                assert [r.content() for r in read_partition(target, topic, partition)] == \
+                    [r.content() for r in read_partition(source, topic, partition)]
         target_client = SchemaRegistryClient({"url": empty_target.url})
         assert _read_values(target, orders, AvroDeserializer(target_client)) == \
-            _read_values(source, orders, AvroDeserializer(SchemaRegistryClient({"url": source_registry.url})))
+            _read_values(source, orders, AvroDeserializer(source_client))
+        assert _read_values(target, events, JSONDeserializer(None, schema_registry_client=target_client)) == \
+            _read_values(source, events, JSONDeserializer(None, schema_registry_client=source_client))
+        assert _read_values(target, payments, _protobuf_reader(empty_target.url)) == \
+            _read_values(source, payments, _protobuf_reader(source_registry.url))
     finally:
         empty_target.stop()
 
