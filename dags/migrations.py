@@ -29,6 +29,7 @@ from kafka_migration.operators.migration import (
     StopReplicationOperator,
     SwitchProducersOperator,
 )
+from kafka_migration.operators.schemas import PrepareSchemasOperator
 from kafka_migration.operators.spark import MigrationSparkSubmitOperator
 from kafka_migration.operators.switch_groups import BATCH_LABEL, SwitchGroupsOperator
 from kafka_migration.plan_dags import (
@@ -44,7 +45,9 @@ from kafka_migration.sensors.readiness import (
     CheckpointsCurrentSensor,
     ClustersAnswerSensor,
     EngineCopyingSensor,
+    RegistriesAnswerSensor,
     ReplicationLagSensor,
+    SchemasOnTargetSensor,
     TopicReadySensor,
 )
 from kafka_migration.stages import GROUPS_PER_TASK, group_batches, run_groups
@@ -81,6 +84,8 @@ the next ones go on:
 1. **preflight**: both clusters answer (waited for); the plan is valid and every target change passes the
    target's dry-run;
 2. **prepare**: topics, partitions, configs and ACLs created on the target (`dry_run` stops after the check);
+   for a plan with `schemas`, then a wait until both registries answer, the subjects of the topics moved to the
+   target registry (`prepare.schemas`), and a wait until the target registry holds them all;
 3. **replicate**: an engine worker started on this Airflow worker (`mirror-engine worker`), then a wait until
    an engine of the flow copies every partition (leave this stage out when engines run as their own service);
 4. **backfill**: Spark copies the history of `backfill.topics`, then a wait until every held partition is done;
@@ -260,6 +265,12 @@ def build_dag(plan_path: str, plan: MigrationPlan) -> DAG:
             clusters >> preflight
         with TaskGroup("prepare"):
             prepare = PrepareTargetOperator(task_id="apply", plan_path=path, dry_run="{{ params.dry_run }}")
+            if plan.schemas is not None:  # the target registry too, before the engine copies a record
+                registries = RegistriesAnswerSensor(task_id="registries_answer", **wait)
+                schemas = PrepareSchemasOperator(task_id="schemas", plan_path=path, dry_run="{{ params.dry_run }}")
+                on_target = SchemasOnTargetSensor(task_id="schemas_on_target", poll_interval_s=10, **wait)
+                prepare >> registries >> schemas >> on_target
+                prepare = on_target
         start, copying = _replicate_stage(path, wait)
         with TaskGroup("backfill"):
             backfill = MigrationSparkSubmitOperator(task_id="history", job="backfill", plan_path=path,

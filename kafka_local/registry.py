@@ -150,11 +150,12 @@ class SchemaRegistryServer:
         reap(self.pid)
 
 
-def start_registry(home: Path, timeout_s: float = 120.0) -> SchemaRegistryServer:
-    """Start an empty registry in `home` (its log: `registry.log`); return once it reports itself ready."""
+def start_registry(home: Path, timeout_s: float = 120.0, port: int = 0) -> SchemaRegistryServer:
+    """Start an empty registry in `home` (its log: `registry.log`) on `port` (0: a free one); return once it
+    reports itself ready."""
     app, java = registry_app(), registry_java()
     home.mkdir(parents=True, exist_ok=True)
-    server = SchemaRegistryServer(str(home), free_port(), free_port())
+    server = SchemaRegistryServer(str(home), port or free_port(), free_port())
     command = [java, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                f"-Dquarkus.http.port={server.port}", "-Dquarkus.http.host=127.0.0.1",
                f"-Dquarkus.management.port={server.management_port}", "-Dquarkus.management.host=127.0.0.1",

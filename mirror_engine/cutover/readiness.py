@@ -25,6 +25,7 @@ from mirror_engine.cutover.checkpoints import Checkpointer
 from mirror_engine.cutover.outlook import BLOCKED, NOTHING_TO_SWITCH, SKIP, switch_outlook
 from mirror_engine.cutover.readiness_base import SHOWN, Readiness, ReadinessCheck, named
 from mirror_engine.cutover.ready_to_switch import GroupReadyToSwitch, GroupsReadyToSwitch, TopicReadyToSwitch
+from mirror_engine.cutover.schema_readiness import RegistriesAnswer, SchemasOnTarget
 from mirror_engine.kafka import (
     GroupError,
     GroupState,
@@ -266,6 +267,8 @@ CHECKS: dict[str, type[ReadinessCheck]] = {
     "group_ready_to_switch": GroupReadyToSwitch,
     "groups_ready_to_switch": GroupsReadyToSwitch,
     "topic_ready_to_switch": TopicReadyToSwitch,
+    "registries_answer": RegistriesAnswer,
+    "schemas_on_target": SchemasOnTarget,
 }
 
 

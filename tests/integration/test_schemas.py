@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -363,3 +364,61 @@ def _target_topics(cluster) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
     return set(AdminClient(cluster.client_config()).list_topics(timeout=5).topics)
+
+
+def test_the_dag_waits_for_a_registry_that_does_not_answer_then_moves_the_schemas(
+        kafka_pair, registry_pair, unique_name, tmp_path, monkeypatch, airflow_db, capfd):
+    """`prepare.registries_answer` waits while the target registry is down and says so; once it answers,
+    `prepare.schemas` moves the subjects and `prepare.schemas_on_target` finds them there."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.utils.state import DagRunState, TaskInstanceState
+
+    from kafka_local.cluster import free_port
+
+    source, target = kafka_pair
+    source_registry, _ = registry_pair
+    orders = f"{unique_name}-orders"
+    create_topics(source, [NewTopic(orders, PARTITIONS, 1)])
+    _avro_producer(source, source_registry.url, unique_name, ORDER_V1, 1)
+    port = free_port()
+    late_url = f"http://127.0.0.1:{port}/apis/ccompat/v7"
+    data = plan_dict(source, target, unique_name, name=f"schemas-{unique_name[-8:]}")
+    data["schemas"] = {"source": {"url": source_registry.url}, "target": {"url": late_url}}
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "plan.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("KAFKA_MIGRATION_PLANS", str(plans))
+
+    # The target registry starts once the DAG first asked it (on its port, nothing answered then).
+    listener = socket.create_server(("127.0.0.1", port))
+    listener.settimeout(120)
+    started = []
+
+    def start_when_asked() -> None:
+        asked, _ = listener.accept()
+        asked.close()
+        listener.close()
+        started.append(start_registry(tmp_path / "late", port=port))
+
+    late = threading.Thread(target=start_when_asked)
+    late.start()
+    try:
+        dag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags")).get_dag(
+            f"kafka_migration__{data['name']}")
+        assert {"prepare.registries_answer", "prepare.schemas", "prepare.schemas_on_target"} <= set(dag.task_dict)
+        run = dag.test(run_conf={"stages": ["preflight", "prepare"], "wait_timeout_s": 120})
+        logged = "".join(capfd.readouterr())
+        states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+        assert run.state == DagRunState.SUCCESS, states
+        assert states["prepare.schemas"] == TaskInstanceState.SUCCESS
+        assert states["prepare.schemas_on_target"] == TaskInstanceState.SUCCESS
+        assert "waiting for the target schema registry" in logged, logged[-3000:]
+        late.join(60)
+        assert RegistryClient({"url": late_url}).versions(f"{unique_name}-orders-value") == [1]
+        assert RegistryClient({"url": late_url}).versions(f"{unique_name}-address") == [1]
+    finally:
+        if not started:
+            listener.close()
+        late.join(60)
+        for registry in started:
+            registry.stop()

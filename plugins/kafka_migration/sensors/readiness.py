@@ -100,6 +100,20 @@ class ClustersAnswerSensor(ReadinessSensor):
     timeout_hint = "check the clusters' connections: bootstrap servers, security protocol, credentials"
 
 
+class RegistriesAnswerSensor(ReadinessSensor):
+    """Both schema registries of the plan answer; while one does not, the log says which and why."""
+
+    check, stage = "registries_answer", "prepare"
+    timeout_hint = "check the plan's schemas.source and schemas.target: url, credentials"
+
+
+class SchemasOnTargetSensor(ReadinessSensor):
+    """The target registry holds every version of the subjects of the plan's topics."""
+
+    check, stage = "schemas_on_target", "prepare"
+    timeout_hint = "see prepare.schemas's log: which subjects it moved"
+
+
 class EngineCopyingSensor(ReadinessSensor):
     """A live engine of the flow copies every partition the flow copies (from the status topic)."""
 
