@@ -27,6 +27,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.plan import aware_time
+from mirror_engine.schemas import RecordRewrites
 from spark_jobs.shares import balanced_shares
 
 log = logging.getLogger("spark_jobs.backfill")
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     # The tasks read the source and write the target with the engine's client (librdkafka, the plan's settings,
     # both logins already used above): no Java Kafka client runs in this job.
     spark = build_session(f"backfill-{plan.name}", master=args.master)
-    copy_ranges(spark, source_config, target_config, parts)
+    copy_ranges(spark, source_config, target_config, parts, RecordRewrites.shipped(plan))
     _store_progress(plan, target_config, parts)
     for topic in topics:
         snapshot = pending[topic]
@@ -170,7 +171,7 @@ def partition_ranges(plan: Any, source_config: dict[str, str], snapshots: list[A
 
 
 def copy_ranges(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
-                parts: list[PartitionBackfill]) -> None:
+                parts: list[PartitionBackfill], schemas: dict[str, Any] | None = None) -> None:
     """Copy every part's range in one Spark task per core, each a share of the partitions (`balanced_shares`); fills
     each part's records, written and syncs from what its task reports.
 
@@ -187,7 +188,8 @@ def copy_ranges(spark: Any, source_config: dict[str, str], target_config: dict[s
         from spark_jobs.range_copy import copy_partition_ranges as task
 
         summaries = (spark.range(0, len(shares), 1, len(shares))
-                     .mapInArrow(lambda batches: task(batches, source_config, target_config, shares), SUMMARY_SCHEMA)
+                     .mapInArrow(lambda batches: task(batches, source_config, target_config, shares, schemas),
+                                 SUMMARY_SCHEMA)
                      .collect())
         results = {(s["topic"], s["partition"]): {**s.asDict(), "syncs": json.loads(s["syncs"])} for s in summaries}
     for part in parts:

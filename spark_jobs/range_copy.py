@@ -30,6 +30,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.kafka import admin_client, list_offsets
 from mirror_engine.replication import SyncOnDelta, produce_when_room, target_producer_settings
+from mirror_engine.schemas import RecordRewrite, RecordRewrites, UnmappedRecord
 
 SUMMARY_SCHEMA = "topic string, partition int, records long, written long, syncs string"
 BATCH = 10_000  # records taken from the consumer at a time
@@ -69,15 +70,18 @@ class RangeState:
     previous: int = -1  # the last source offset seen
     rule: SyncOnDelta = field(default_factory=SyncOnDelta)
     syncs: list[tuple[int, int]] = field(default_factory=list)
+    rewrite: RecordRewrite | None = None  # the plan's schema-id rewrite of the topic's records, as the engine's
 
 
 class RangeCopier:
     """Copies the ranges of a task's partitions, read by one consumer and written by one producer; `finish()` waits
     for every acknowledgement."""
 
-    def __init__(self, source_config: dict[str, str], target_config: dict[str, str]) -> None:
+    def __init__(self, source_config: dict[str, str], target_config: dict[str, str],
+                 rewrites: RecordRewrites | None = None) -> None:
         self.source_config = source_config
         self.target_config = target_config
+        self.rewrites = rewrites
         self.states: dict[tuple[str, int], RangeState] = {}
         self.errors: list[str] = []
         self.producer: Producer | None = None
@@ -93,7 +97,8 @@ class RangeCopier:
             for part in new:
                 self.states[(part["topic"], part["partition"])] = RangeState(
                     part["topic"], part["partition"], part["target_topic"], part["target_start"],
-                    max(0, ends[(part["target_topic"], part["partition"])] - part["target_start"]))
+                    max(0, ends[(part["target_topic"], part["partition"])] - part["target_start"]),
+                    rewrite=self.rewrites.of(part["topic"]) if self.rewrites else None)
         if self.producer is None:
             settings = target_producer_settings(self.target_config, linger_ms=20, compression="lz4",
                                                 batch_bytes=1_048_576)
@@ -169,12 +174,18 @@ class RangeCopier:
             expected = offset + 1
             if index >= already:
                 stamp = message.timestamp()[1]
+                key, value = message.key(), message.value()
+                if state.rewrite is not None:
+                    try:
+                        key, value = state.rewrite(key, value)
+                    except UnmappedRecord as unmapped:
+                        raise RuntimeError(f"{state.topic}[{state.partition}]: the record at offset {offset} cannot "
+                                           f"be copied: {unmapped}") from None
                 try:
                     # All positional (topic, value, key, partition, on_delivery, callback, timestamp, headers).
-                    produce(topic, message.value(), message.key(), partition, None, None, stamp, message.headers())
+                    produce(topic, value, key, partition, None, None, stamp, message.headers())
                 except BufferError:
-                    produce_when_room(producer, topic, message.value(), message.key(), partition, None, stamp,
-                                      message.headers())
+                    produce_when_room(producer, topic, value, key, partition, None, stamp, message.headers())
                 written += 1
             index += 1
             if expected >= end:
@@ -211,14 +222,15 @@ def partition_runs(messages: list[Any]) -> Iterator[tuple[tuple[str, int], list[
 
 
 def copy_partition_ranges(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
-                          shares: list[list[dict]]) -> Iterator[Any]:
+                          shares: list[list[dict]], schemas: dict[str, Any] | None = None) -> Iterator[Any]:
     """The function `mapInArrow` runs over `spark.range(len(shares))`: copy the ranges of the shares whose index is
-    in the batches' `id` column, then yield one summary per partition (syncs as JSON)."""
+    in the batches' `id` column, then yield one summary per partition (syncs as JSON). `schemas`: the plan's
+    registries (`RecordRewrites.shipped`), whose ids the copies carry."""
     import gc
 
     import pyarrow as pa
 
-    copier = RangeCopier(source_config, target_config)
+    copier = RangeCopier(source_config, target_config, RecordRewrites.from_shipped(schemas))
     # The headers of every record are a list of tuples: allocations that set off the cyclic collector's sweeps
     # of the worker's whole heap (pyspark's modules) every few thousand records. The copy makes no reference
     # cycles; reference counting frees it all.

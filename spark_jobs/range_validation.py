@@ -34,6 +34,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Topic
 
 from mirror_engine.kafka import SHORT_FETCH_WAIT, assign_known, consume_available, in_batches
 from mirror_engine.replication import record_hash
+from mirror_engine.schemas import RecordRewrites
 from spark_jobs.record_pairing import PartitionFindings, pair_partition
 from spark_jobs.validation import MAX_MISMATCHES, PartitionRange, ValidationReport, compare
 
@@ -64,15 +65,18 @@ def sample_slot(key: bytes | None, value: bytes | None) -> int:
 
 
 def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tuple[int, int]], fraction: float,
-                      untimed: frozenset[str] = frozenset(), untimestamped: set[str] | None = None) -> Fingerprints:
+                      untimed: frozenset[str] = frozenset(), untimestamped: set[str] | None = None,
+                      rewrites: RecordRewrites | None = None) -> Fingerprints:
     """(offsets, 64-bit fingerprints) of the records in [start, end) of each (topic, partition), read by one
     consumer. Records of the `untimed` topics are fingerprinted without their timestamp; with `fraction` below 1
     only the records whose `sample_slot` falls in it are kept (the same records on both sides). Topics holding
-    records without a timestamp (format v0) are added to `untimestamped`."""
+    records without a timestamp (format v0) are added to `untimestamped`. `rewrites`: the source's records as
+    their copies carry them (the plan's schema ids, translated; looked up, never moved)."""
     found: Fingerprints = {key: (array("q"), array("q")) for key in wanted}
     # The ranges still being read, with what their records need, taken in one lookup per record: the range's end,
     # whether it is fingerprinted without timestamps, and the appends of its arrays.
-    reading = {key: (end, key[0] in untimed, found[key][0].append, found[key][1].append)
+    reading = {key: (end, key[0] in untimed, found[key][0].append, found[key][1].append,
+                     rewrites.of(key[0]) if rewrites else None)
                for key, (start, end) in wanted.items() if end > start}
     if not reading:
         return found
@@ -107,7 +111,7 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
                         del reading[key]
                         continue
                     raise RuntimeError(f"{key[0]}[{key[1]}]: {error.str()}")
-                end, timeless, add_offset, add_fp = state
+                end, timeless, add_offset, add_fp, rewrite = state
                 offset = message.offset()
                 if offset >= end:
                     del reading[key]
@@ -116,6 +120,8 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
                 if stamp_type == TIMESTAMP_NOT_AVAILABLE and untimestamped is not None:
                     untimestamped.add(key[0])
                 key_bytes, value = message.key(), message.value()
+                if rewrite is not None:
+                    key_bytes, value = rewrite(key_bytes, value)
                 if keep_all or sample_slot(key_bytes, value) < keep_below:
                     add_offset(offset)
                     add_fp(record_hash(key_bytes, value, message.headers(), -1 if timeless else stamp))
@@ -129,13 +135,16 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
 
 
 def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
-                fraction: float, untimed: frozenset[str]) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
+                fraction: float, untimed: frozenset[str], schemas: dict[str, Any] | None = None,
+                ) -> tuple[dict[tuple[str, int], PartitionFindings], set[str]]:
     """Read both sides of `ranges` (one consumer per cluster) and pair each partition: the findings per (source
     topic, partition), and the source topics holding records without a timestamp. `untimed` are source topics
-    whose records are fingerprinted without their timestamp, on both sides."""
+    whose records are fingerprinted without their timestamp, on both sides. `schemas`: the plan's registries
+    (`RecordRewrites.shipped`): records compare modulo the id mapping."""
     untimestamped: set[str] = set()
     source = read_fingerprints(source_config, {(r.topic, r.partition): (r.source_start, r.source_end)
-                                               for r in ranges}, fraction, untimed, untimestamped)
+                                               for r in ranges}, fraction, untimed, untimestamped,
+                               RecordRewrites.from_shipped(schemas, read_only=True))
     target = read_fingerprints(target_config, {(r.target_topic, r.partition): (r.target_start, r.target_end)
                                                for r in ranges}, fraction,
                                frozenset(r.target_topic for r in ranges if r.topic in untimed))
@@ -159,7 +168,8 @@ def records_of(r: PartitionRange) -> int:
 
 
 def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], target_config: dict[str, str],
-                     shares: list[list[PartitionRange]], fraction: float, untimed: frozenset[str]) -> Iterator[Any]:
+                     shares: list[list[PartitionRange]], fraction: float, untimed: frozenset[str],
+                     schemas: dict[str, Any] | None = None) -> Iterator[Any]:
     """The function `mapInArrow` runs over `spark.range(len(shares))` (the backfill's kind of task, so one
     application's jobs share their Python workers): pair the ranges of the shares whose index is in the batches'
     `id` column, `PAIRED_AT_ONCE` records at a time, then yield per range its findings (as JSON) and whether its
@@ -170,7 +180,7 @@ def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], targ
     for batch in batches:
         for index in batch.column("id").to_pylist():
             for group in in_batches(shares[index], records_of, PAIRED_AT_ONCE):
-                found, untimestamped = pair_ranges(group, source_config, target_config, fraction, untimed)
+                found, untimestamped = pair_ranges(group, source_config, target_config, fraction, untimed, schemas)
                 rows += [{"topic": r.topic, "partition": r.partition, "stampless": r.topic in untimestamped,
                           "findings": json.dumps(asdict(found[(r.topic, r.partition)]))} for r in group]
     yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([("topic", pa.string()), ("partition", pa.int32()),
@@ -179,9 +189,10 @@ def pair_ranges_task(batches: Iterator[Any], source_config: dict[str, str], targ
 
 def compare_in_process(ranges: list[PartitionRange], source_config: dict[str, str], target_config: dict[str, str],
                        translate: Callable[[str, int, int], int | None], plan: str, mode: str,
-                       fraction: float = 1.0, untimed: frozenset[str] = frozenset()) -> ValidationReport:
+                       fraction: float = 1.0, untimed: frozenset[str] = frozenset(),
+                       schemas: dict[str, Any] | None = None) -> ValidationReport:
     """The Spark job's report for a small copy, every partition read here. `untimed` are the source topics whose
     target stamps records with its own time (LogAppendTime)."""
     return compare(ranges, lambda chosen, without: pair_ranges(chosen, source_config, target_config, fraction,
-                                                               without),
+                                                               without, schemas),
                    translate, plan, mode, fraction, untimed)

@@ -31,6 +31,7 @@ from mirror_engine.kafka import (
 from mirror_engine.mm2 import PlanReference
 from mirror_engine.observe import ReportStore
 from mirror_engine.plan import MigrationPlan, PlanError
+from mirror_engine.schemas import RecordRewrites
 from spark_jobs.record_pairing import PartitionFindings
 from spark_jobs.shares import balanced_shares
 from spark_jobs.validation import PairRanges, PartitionRange, compare, report_to_files
@@ -118,12 +119,13 @@ def main(argv: list[str] | None = None) -> int:
             from spark_jobs.range_validation import compare_in_process
 
             report = compare_in_process(ranges, source_config, target_config, mapping.translate, plan.name, mode,
-                                        fraction, untimed)
+                                        fraction, untimed, RecordRewrites.shipped(plan))
         else:
             from spark_jobs.session import build_session
 
             spark = build_session(f"validate-{plan.name}", master=args.master)
-            report = compare(ranges, _pair_with_spark(spark, source_config, target_config, fraction),
+            report = compare(ranges, _pair_with_spark(spark, source_config, target_config, fraction,
+                                                      RecordRewrites.shipped(plan)),
                              mapping.translate, plan.name, mode, fraction, untimed)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     json_path, html_path = report_to_files(report, args.report_dir or plan.validation.report_dir,
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: dict[str, str],
-                     fraction: float) -> PairRanges:
+                     fraction: float, schemas: dict[str, Any] | None = None) -> PairRanges:
     """Ranges read and paired by Spark: one task per core, each a share of the partitions (`balanced_shares`), read
     by one librdkafka consumer per cluster (the plan's settings, the files shipped with the job by their relative
     names, as the backfill's tasks), so the records never pass through Spark's JVM and no shuffle is needed: each
@@ -157,8 +159,8 @@ def _pair_with_spark(spark: Any, source_config: dict[str, str], target_config: d
 
         shares = balanced_shares(ranges, records_of, spark.sparkContext.defaultParallelism)
         rows = (spark.range(0, len(shares), 1, len(shares))
-                .mapInArrow(lambda batches: task(batches, source_config, target_config, shares, fraction, untimed),
-                            FINDINGS_SCHEMA)
+                .mapInArrow(lambda batches: task(batches, source_config, target_config, shares, fraction, untimed,
+                                                 schemas), FINDINGS_SCHEMA)
                 .collect())
         return ({(row["topic"], row["partition"]): PartitionFindings(**json.loads(row["findings"])) for row in rows},
                 {row["topic"] for row in rows if row["stampless"]})

@@ -278,6 +278,20 @@ class SchemaMover:
             self.target.soft_delete(subject, found[1])
         return found[1]
 
+    # Reading only: what a comparison of both sides needs.
+    def known_target_id(self, source_id: int) -> int | None:
+        """The target's id of a source schema id when the target holds its schema (under the subject the source
+        holds it under first), else None; changes nothing."""
+        schema = self.source.schema(source_id)
+        holders = self.source.subject_versions_of(source_id) if schema is not None else []
+        for subject, version in holders:
+            source_version = self.source.version(subject, version, deleted=True)
+            references = self._target_references(source_version)
+            found = None if references is None else self.target.lookup(subject, source_version.schema, references)
+            if found is not None:
+                return found[0]
+        return None
+
     # Mid-run: one id met in a record.
     def target_id_of(self, source_id: int) -> int | None:
         """The target's id of a source schema id, its subjects moved first if the target lacks them (in order,

@@ -422,3 +422,63 @@ def test_the_dag_waits_for_a_registry_that_does_not_answer_then_moves_the_schema
         late.join(60)
         for registry in started:
             registry.stop()
+
+
+def test_the_spark_backfill_translates_ids_as_the_engine_does_and_the_validation_compares_modulo_the_ids(
+        kafka_pair, registry_pair, spark, unique_name, tmp_path):
+    from spark_jobs import backfill, validate
+    from tests.integration.test_backfill import _wait_for_snapshot
+
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    topic = f"{unique_name}-history"
+    create_topics(source, [NewTopic(topic, PARTITIONS, 1)])
+    for n in range(2):  # the target's ids differ from the source's
+        RegistryClient({"url": target_registry.url}).register(
+            f"{unique_name}-filler-{n}-value", _avro_schema({"type": "record", "name": f"H{n}", "fields": []}))
+    reading = _avro_schema({"type": "record", "name": "Sample", "fields": [{"name": "v", "type": "long"}]})
+    source_id = RegistryClient({"url": source_registry.url}).register(f"{topic}-value", reading)
+    framed = [(i % PARTITIONS, b"k%d" % i, b"\x00" + source_id.to_bytes(4, "big") + i.to_bytes(8, "big"))
+              for i in range(20_000)]
+    _produce_raw(source, topic, framed)
+    data = _schema_plan(source, target, registry_pair, topic)
+    data["backfill"], data["engine"] = {"topics": [topic]}, {"refresh_interval_s": 1}
+    plan_path = _write_plan(data, tmp_path)
+
+    replicator = Replicator(plan_from_dict(data), source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 300}, daemon=True)
+    runner.start()
+    try:
+        _wait_for_snapshot(data, target, topic)
+        _produce_raw(source, topic, [(p, b"new", b"\x00" + source_id.to_bytes(4, "big") + b"n")
+                                     for p in range(PARTITIONS)])  # after the snapshot: the engine's share
+        assert backfill.main(["--plan", str(plan_path)]) == 0
+        _wait_copied(target, topic, len(framed) + PARTITIONS)
+    finally:
+        replicator.stop()
+        runner.join(60)
+
+    target_id = RegistryClient({"url": target_registry.url}).lookup(f"{topic}-value", reading)
+    assert target_id is not None and target_id[0] != source_id
+    for partition in range(PARTITIONS):
+        expected = [(r.offset, r.key, b"\x00" + target_id[0].to_bytes(4, "big") + r.value[5:], r.timestamp)
+                    for r in read_partition(source, topic, partition)]
+        assert [(r.offset, r.key, r.value, r.timestamp) for r in read_partition(target, topic, partition)] == expected
+    # Both sides compared as the copies carry the records: clean, in Spark.
+    reports = tmp_path / "reports"
+    assert validate.main(["--plan", str(plan_path), "--report-dir", str(reports)]) == 0
+    report = json.loads(next(reports.glob("*.json")).read_text())
+    assert report["totals"]["source_records"] == len(framed) + PARTITIONS, report["totals"]
+
+
+def _produce_raw(cluster, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:
+    producer = Producer({**cluster.client_config(), "linger.ms": 20})
+    for partition, key, value in records:
+        assert partition < PARTITIONS
+        while True:
+            try:
+                producer.produce(topic, value, key, partition)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
