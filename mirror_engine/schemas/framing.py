@@ -11,6 +11,7 @@ __all__ = ["MAGIC_BYTE", "CopyUnmapped", "IdTranslation", "StopAtUnmapped", "Top
            "UnmappedRule", "framed_id"]
 
 MAGIC_BYTE = 0
+SAME = b"\x00same"  # in `IdTranslation.prefixes`: the id is the same on the target (compared by identity)
 
 
 def framed_id(data: bytes | None) -> int | None:
@@ -70,6 +71,8 @@ class IdTranslation:
     rule: UnmappedRule
     ids: dict[int, int] = field(default_factory=dict)
     unknown: set[int] = field(default_factory=set)
+    # A source id's 4 bytes -> the target's 5 leading bytes (SAME where the ids are equal), for ids seen before.
+    prefixes: dict[bytes, bytes] = field(default_factory=dict)
 
     def rewrite(self, data: bytes | None, part: str) -> bytes | None:
         """A framed key or value with its target id (`part`: "key" or "value", for the sentence)."""
@@ -84,6 +87,7 @@ class IdTranslation:
             if target_id is None:
                 return self.rule.unmapped(data, f"its {part} names schema id {source_id}, which the source "
                                                 "registry does not know")
+        self.prefixes[data[1:5]] = SAME if target_id == source_id else b"\x00" + target_id.to_bytes(4, "big")
         if target_id == source_id:
             return data
         return b"\x00" + target_id.to_bytes(4, "big") + data[5:]
@@ -100,12 +104,30 @@ class IdTranslation:
 
     def record_rewrite(self, framing: TopicFraming) -> Callable[[bytes | None, bytes | None],
                                                                tuple[bytes | None, bytes | None]]:
-        """The rewrite of a topic's records: (key, value) -> (key, value)."""
-        rewrite = self.rewrite
+        """The rewrite of a topic's records: (key, value) -> (key, value).
+
+        Per record, the engine's copy loop calls it once: an id seen before is looked up by its 4 raw bytes
+        (`prefixes`: the target's magic byte and id, ready to prepend), the rest of the data sliced once; only an id
+        met for the first time, or data that is not framed, takes `rewrite`."""
+        rewrite, prefixes = self.rewrite, self.prefixes
+
+        def part(data: bytes | None, name: str) -> bytes | None:
+            if data is not None and len(data) > 4 and data[0] == 0:
+                prefix = prefixes.get(data[1:5])
+                if prefix is not None:
+                    return data if prefix is SAME else prefix + data[5:]
+            return rewrite(data, name)
+
         if framing.key and framing.value:
-            return lambda key, value: (rewrite(key, "key"), rewrite(value, "value"))
+            return lambda key, value: (part(key, "key"), part(value, "value"))
         if framing.value:
-            return lambda key, value: (key, rewrite(value, "value"))
+            def value_only(key: bytes | None, value: bytes | None) -> tuple[bytes | None, bytes | None]:
+                if value is not None and len(value) > 4 and value[0] == 0:
+                    prefix = prefixes.get(value[1:5])
+                    if prefix is not None:
+                        return key, (value if prefix is SAME else prefix + value[5:])
+                return key, rewrite(value, "value")
+            return value_only
         if framing.key:
-            return lambda key, value: (rewrite(key, "key"), value)
+            return lambda key, value: (part(key, "key"), value)
         return lambda key, value: (key, value)

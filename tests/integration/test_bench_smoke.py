@@ -42,6 +42,15 @@ def test_failback_benchmark_runs_at_a_tiny_size():
     assert len(figures) == 8 and all(re.fullmatch(r"[\d,.]+", figure) for figure in figures), result.stdout
 
 
+def test_schemas_benchmark_runs_at_a_tiny_size():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "schemas.py"), "--records", "2000", "--rounds", "1",
+                             "--subjects", "5"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    median = next(line for line in result.stdout.splitlines() if line.startswith("median")).split()
+    assert len(median) == 4 and re.fullmatch(r"\d+\.\d\d", median[-1]), result.stdout
+    assert re.search(r"^first \(registered\) +[\d.]+ +[\d,]+$", result.stdout, re.MULTILINE), result.stdout
+
+
 def test_soak_memory_benchmark_runs_at_a_tiny_size():
     # The engine as it is, and once through engine_with_settings.py (client settings, mallopt, trim, heap report).
     tried = ("tried,consumer.queued.min.messages=1000,producer.queue.buffering.max.messages=1000,"

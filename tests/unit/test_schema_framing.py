@@ -28,6 +28,11 @@ def test_only_the_id_bytes_change_and_each_id_is_resolved_once():
         assert key == b"plain key" and value == _framed(107, b"\x02payload")
     assert framed_id(value) == 107 and asked == [7]
     assert rewrite(b"k", None) == (b"k", None)  # a tombstone stays one
+    same = IdTranslation(lambda source_id: source_id, StopAtUnmapped()).record_rewrite(TopicFraming(True, True))
+    record = (_framed(3, b"k"), _framed(4, b"v"))
+    for _ in range(2):  # resolved, then from the prefixes: the very same bytes, not a copy
+        key, value = same(*record)
+        assert key is record[0] and value is record[1]
 
 
 def test_an_unmapped_record_stops_or_is_copied_as_the_plan_says():
