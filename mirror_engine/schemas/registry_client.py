@@ -24,6 +24,7 @@ __all__ = ["Reference", "RegistryClient", "RegistryError", "Schema", "SubjectVer
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 # Confluent's error codes that mean "no such thing" (subject, version, schema, subject's config).
 NOT_FOUND = 404
+SUBJECTS_LIMIT = 10_000_000
 
 
 class RegistryError(Exception):
@@ -103,7 +104,10 @@ class RegistryClient:
 
     # The Confluent-compatible API.
     def subjects(self, deleted: bool = False) -> list[str]:
-        return [str(s) for s in self._call("GET", "/subjects" + ("?deleted=true" if deleted else ""))]
+        """Every subject. With a `limit` far above any registry's size: Apicurio lists 1,000 subjects unless asked
+        for more (Confluent's and others' registries list all and ignore it, or honour it)."""
+        query = f"?limit={SUBJECTS_LIMIT}" + ("&deleted=true" if deleted else "")
+        return [str(s) for s in self._call("GET", "/subjects" + query)]
 
     def versions(self, subject: str, deleted: bool = False) -> list[int]:
         """The subject's versions in order (soft-deleted ones too with `deleted`); [] for no such subject."""

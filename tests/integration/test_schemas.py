@@ -482,3 +482,18 @@ def _produce_raw(cluster, topic: str, records: list[tuple[int, bytes, bytes]]) -
             except BufferError:
                 producer.poll(0.05)
     assert producer.flush(60) == 0
+
+
+def test_a_registry_of_more_than_a_thousand_subjects_is_listed_whole(tmp_path):
+    """Apicurio lists 1,000 subjects unless asked for more: the 1,001st subject's topic must still be moved."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    registry = start_registry(tmp_path / "registry")
+    try:
+        client = RegistryClient({"url": registry.url})
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: client.register(f"topic-{n:04d}-value", _avro_schema(
+                {"type": "record", "name": f"R{n}", "fields": []})), range(1005)))
+        assert len(client.subjects()) == 1005
+    finally:
+        registry.stop()

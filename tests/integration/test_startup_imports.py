@@ -33,6 +33,7 @@ EXPECTED = {
         "mirror_engine.cutover.group_batch", "mirror_engine.cutover.group_switch", "mirror_engine.cutover.outlook",
         "mirror_engine.cutover.producer_switch", "mirror_engine.cutover.proof", "mirror_engine.cutover.readiness",
         "mirror_engine.cutover.readiness_base", "mirror_engine.cutover.ready_to_switch",
+        "mirror_engine.cutover.schema_readiness",
         "mirror_engine.cutover.switched", "mirror_engine.cutover.waiting", "mirror_engine.flow",
         "mirror_engine.flow.control", "mirror_engine.flow.internal_topics", "mirror_engine.flow.mapping",
         "mirror_engine.flow.offset_map", "mirror_engine.flow.progress", "mirror_engine.flow.work_units",
