@@ -41,6 +41,8 @@ def failback_plan(plan: MigrationPlan, topics: Collection[str]) -> MigrationPlan
                  "producer_topics": [t for t in data["cutover"]["producer_topics"] if t in set(topics)]},
         schedule=None,
     )
+    if data["schemas"] is not None:  # records written on the target point into its registry: translated back
+        data["schemas"] = {**data["schemas"], "source": data["schemas"]["target"], "target": data["schemas"]["source"]}
     data["validation"] = {**data["validation"], "schedule": None}
     return plan_from_dict(data, f"the way back of plan '{plan.name}'")
 

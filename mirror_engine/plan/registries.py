@@ -3,11 +3,13 @@ stay readable on the target: their schema ids kept, or translated by every write
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from mirror_engine.plan.clusters import resolve_env
+from mirror_engine.plan.errors import PlanError
 from mirror_engine.plan.field_checks import StrictModel, check_regexes
 
 # The settings a registry client takes, named as Confluent's schema registry clients name them.
@@ -23,14 +25,18 @@ REGISTRY_CLIENT_KEYS = frozenset({
 
 class RegistrySpec(StrictModel):
     """One side's registry: its Confluent-compatible API (`url`, e.g. `http://host:8081`, or Apicurio's
-    `http://host:8080/apis/ccompat/v7`) and its client settings (`${ENV}` allowed)."""
+    `http://host:8080/apis/ccompat/v7`) and its client settings (`${ENV}` allowed), or an Airflow connection of
+    type `schema_registry` (read by the Airflow glue, which hands the engine its settings)."""
 
-    url: str
+    url: str | None = None
+    conn_id: str | None = None
     client: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _checked(self) -> RegistrySpec:
-        if not self.url.startswith(("http://", "https://")) and not self.url.startswith("${"):
+        if not self.url and not self.conn_id:
+            raise ValueError("give url (the registry's Confluent-compatible API) or conn_id (an Airflow connection)")
+        if self.url and not self.url.startswith(("http://", "https://", "${")):
             raise ValueError(f"url {self.url!r} is not an http:// or https:// address")
         unknown = sorted(set(self.client) - REGISTRY_CLIENT_KEYS)
         if unknown:
@@ -42,6 +48,9 @@ class RegistrySpec(StrictModel):
 
     def settings(self, where: str) -> dict[str, str]:
         """`url` and the client settings, `${ENV}` references resolved."""
+        if not self.url:
+            raise PlanError(where, [f"{where} names only the Airflow connection '{self.conn_id}': give url to use "
+                                    "it outside Airflow"])
         settings = {"url": resolve_env(self.url, f"{where}.url").rstrip("/")}
         for key, value in self.client.items():
             settings[key] = resolve_env(value, f"{where}.client.{key}")
@@ -77,12 +86,18 @@ class SchemasSpec(StrictModel):
         return self
 
     def registry_settings(self) -> tuple[dict[str, str], dict[str, str]]:
-        """(source, target) registry settings, their secrets remembered (masked in every log)."""
+        """(source, target) registry settings, their secrets remembered (masked in every log): from the
+        environment when a launcher (an Airflow task) put them there as JSON in MIRROR_ENGINE_SOURCE_REGISTRY /
+        MIRROR_ENGINE_TARGET_REGISTRY, else from the plan."""
+        import json
+
         from mirror_engine.security import remember_secrets
 
         found = []
         for side, spec in (("source", self.source), ("target", self.target)):
-            settings = spec.settings(f"schemas.{side}")
+            given = os.environ.get(f"MIRROR_ENGINE_{side.upper()}_REGISTRY")
+            settings = {k: str(v) for k, v in json.loads(given).items()} if given \
+                else spec.settings(f"schemas.{side}")
             remember_secrets(settings)
             found.append(settings)
         return found[0], found[1]

@@ -369,7 +369,8 @@ def _target_topics(cluster) -> set[str]:
 def test_the_dag_waits_for_a_registry_that_does_not_answer_then_moves_the_schemas(
         kafka_pair, registry_pair, unique_name, tmp_path, monkeypatch, airflow_db, capfd):
     """`prepare.registries_answer` waits while the target registry is down and says so; once it answers,
-    `prepare.schemas` moves the subjects and `prepare.schemas_on_target` finds them there."""
+    `prepare.schemas` moves the subjects and `prepare.schemas_on_target` finds them there. The target registry is
+    an Airflow connection's."""
     from airflow.dag_processing.dagbag import DagBag
     from airflow.utils.state import DagRunState, TaskInstanceState
 
@@ -383,7 +384,10 @@ def test_the_dag_waits_for_a_registry_that_does_not_answer_then_moves_the_schema
     port = free_port()
     late_url = f"http://127.0.0.1:{port}/apis/ccompat/v7"
     data = plan_dict(source, target, unique_name, name=f"schemas-{unique_name[-8:]}")
-    data["schemas"] = {"source": {"url": source_registry.url}, "target": {"url": late_url}}
+    # The target registry named by an Airflow connection (a host name, its port, the API's path as its schema).
+    data["schemas"] = {"source": {"url": source_registry.url}, "target": {"conn_id": "late_registry"}}
+    monkeypatch.setenv("AIRFLOW_CONN_LATE_REGISTRY", json.dumps({
+        "conn_type": "schema_registry", "host": "127.0.0.1", "port": port, "schema": "apis/ccompat/v7"}))
     plans = tmp_path / "plans"
     plans.mkdir()
     (plans / "plan.yaml").write_text(yaml.safe_dump(data))

@@ -49,3 +49,11 @@ def test_a_plan_whose_copies_have_other_names_has_no_exact_way_back():
 def test_a_plan_name_too_long_for_its_way_back_is_refused_naming_the_field():
     with pytest.raises(PlanError, match="name: the way back is named"):
         check_failback_possible(_forward(name="x" * 95))
+
+
+def test_the_way_back_translates_ids_back_into_the_source_registry():
+    registries = {"schemas": {"source": {"url": "http://old-registry:8081"}, "target": {"conn_id": "new_registry"}}}
+    back = failback_plan(_forward(**registries), ["orders"])
+    assert back.schemas is not None
+    assert (back.schemas.source.conn_id, back.schemas.target.url) == ("new_registry", "http://old-registry:8081")
+    assert failback_plan(_forward(), ["orders"]).schemas is None

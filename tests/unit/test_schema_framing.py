@@ -61,3 +61,15 @@ def test_a_schemas_section_is_checked_before_anything_is_contacted():
                                             "subject_strategy": "record_name"}})
     plan = plan_from_dict({**base, "schemas": {"source": {"url": "http://x/"}, "target": {"url": "http://y"}}})
     assert plan.schemas is not None and plan.schemas.registry_settings()[0] == {"url": "http://x"}
+
+
+def test_a_registry_named_by_its_airflow_connection_needs_airflow():
+    base = {"name": "p", "source": {"alias": "a", "bootstrap_servers": "h:1"},
+            "target": {"alias": "b", "bootstrap_servers": "h:2"},
+            "schemas": {"source": {"conn_id": "registry_a"}, "target": {"url": "http://y"}}}
+    plan = plan_from_dict(base)
+    assert plan.schemas is not None
+    with pytest.raises(PlanError, match="names only the Airflow connection 'registry_a'"):
+        plan.schemas.registry_settings()
+    with pytest.raises(PlanError, match=r"give url .* or conn_id"):
+        plan_from_dict({**base, "schemas": {"source": {}, "target": {"url": "http://y"}}})

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_migration.hooks.cluster import KafkaClusterHook, mask_client_secrets
+from kafka_migration.hooks.registry import SchemaRegistryHook
 from mirror_engine.mm2 import PlanReference
 from mirror_engine.plan import ClusterSpec, MigrationPlan, render_client_config
 
@@ -36,7 +37,30 @@ class MigrationPlanHook:
 
     @cached_property
     def plan(self) -> MigrationPlan:
-        return self.failback.plan if self.failback is not None else self.reference.load()
+        """The plan, its registries' Airflow connections read into their url and client settings (so every task,
+        sensor and trigger of it reaches the registries as the plan names them)."""
+        plan = self.failback.plan if self.failback is not None else self.reference.load()
+        schemas = plan.schemas
+        if schemas is None or not (schemas.source.conn_id or schemas.target.conn_id):
+            return plan
+        sides = {}
+        for side in ("source", "target"):
+            spec = getattr(schemas, side)
+            if spec.conn_id:
+                settings = SchemaRegistryHook(spec.conn_id).settings()
+                url = settings.pop("url")
+                spec = spec.model_copy(update={"url": url, "client": settings})
+            sides[side] = spec
+        return plan.model_copy(update={"schemas": schemas.model_copy(update=sides)})
+
+    def registry_env(self) -> dict[str, str]:
+        """The registries' settings as JSON for a child process, which reads its plan file again (empty without
+        registries)."""
+        if self.plan.schemas is None:
+            return {}
+        source, target = self.plan.schemas.registry_settings()
+        return {"MIRROR_ENGINE_SOURCE_REGISTRY": json.dumps(mask_client_secrets(source)),
+                "MIRROR_ENGINE_TARGET_REGISTRY": json.dumps(mask_client_secrets(target))}
 
     @staticmethod
     def _config(spec: ClusterSpec) -> dict[str, str]:
@@ -64,7 +88,8 @@ class MigrationPlanHook:
         source, target = self.raw_client_configs()
         if self.failback is not None:  # the child builds the way back from the forward plan, whose clusters these name
             source, target = target, source
-        return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target)}
+        return {"MIRROR_ENGINE_SOURCE_CONFIG": json.dumps(source), "MIRROR_ENGINE_TARGET_CONFIG": json.dumps(target),
+                **self.registry_env()}
 
     def job_env(self, directory: Path) -> tuple[dict[str, str], list[Path]]:
         """Environment and files for a Spark job that may run on other machines: each cluster's TLS material
@@ -83,7 +108,7 @@ class MigrationPlanHook:
                 raise PlanError(f"cluster '{spec.alias}'", error.problems) from None
             env[f"MIRROR_ENGINE_{side.upper()}_CONFIG"] = json.dumps(mask_client_secrets(staged.config))
             files += staged.files
-        return env, files
+        return {**env, **self.registry_env()}, files
 
 
 def load_plan_or_fail(plan_path: str) -> MigrationPlanHook:
