@@ -168,9 +168,9 @@ def _cmd_schemas(args: argparse.Namespace) -> int:
     from mirror_engine.schemas import RegistryError
 
     plan = load_plan_argument(args)
-    source_config, _target_config = _reachable(plan)
+    source_config, target_config = _reachable(plan)
     try:
-        preparation = prepare_schemas(plan, source_config, apply=not args.dry_run)
+        preparation = prepare_schemas(plan, source_config, apply=not args.dry_run, target_config=target_config)
     except RegistryError as error:
         print(f"error: {_in_file(args, redact(str(error)))}", file=sys.stderr)
         return 3

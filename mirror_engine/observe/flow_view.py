@@ -114,8 +114,11 @@ class FlowView:
         state = flow_state(watch.control.flow_state, len(live), bool(ends))
         if switched and not ends:
             state = "switched"
+        moved = self.reports.newest("schemas") if self.plan.schemas is not None else []
         snapshot = {
             "plan": self.plan.name, "source": self.plan.source.alias, "target": self.plan.target.alias,
+            # The schema registries' move, as last applied (None: no registries, or not moved yet).
+            "schemas": {**moved[0]["report"], "stored_ms": moved[0]["stored_ms"]} if moved else None,
             "flow_state": state, "switched_topics": switched,
             "engines": [{"worker": s["worker"], "state": s["state"], "partitions": partition_count(s),
                          "records_per_s": s["records_per_s"], "updated_ms": s["updated_ms"]} for s in live],

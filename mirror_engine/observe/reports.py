@@ -23,7 +23,7 @@ from mirror_engine.kafka import InternalTopicReader, MalformedRecord, admin_clie
 from mirror_engine.plan import MigrationPlan
 
 GROUP_OUTCOME = "group-outcome"  # why a group was not switched (skipped, blocked, late); a newer switch report wins
-REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval", GROUP_OUTCOME)
+REPORT_KINDS = ("validation", "group-switch", "producer-switch", "switch-approval", GROUP_OUTCOME, "schemas")
 MAX_REPORT_BYTES = 512 * 1024
 KEEP_PER_KIND = 50
 # One per group or topic, never expired (its newest replaces it).

@@ -30,6 +30,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from kafka_local.registry import start_registry
 from mirror_engine.cli import main
 from mirror_engine.cutover import GroupSwitcher
+from mirror_engine.observe import FlowView
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
 from mirror_engine.schemas import RegistryClient, framed_id
@@ -176,6 +177,13 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
     assert not RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value")
     assert main(["schemas", "--plan", str(plan_path)]) == 0
     assert RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value") == [1]
+    # What moved is kept on the target, where the cockpit's plan page reads it.
+    view = FlowView(plan, source.client_config(), target.client_config())
+    try:
+        moved = view.snapshot()["schemas"]
+    finally:
+        view.close()
+    assert moved["subjects"] >= 4 and moved["ids_total"] == moved["translated"] >= 4, moved
 
     replicator = Replicator(plan, source.client_config(), target.client_config())
     runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 180})

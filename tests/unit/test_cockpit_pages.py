@@ -113,3 +113,15 @@ def test_a_cutover_of_1000_groups_shows_one_page_of_them_the_unverified_and_not_
     last = migration_pages.cutover_page({"plan": "big", "groups": groups, "topics": [], "approvals": []},
                                         "/kafka-migrations/", 99)
     assert "groups page 50 of 50" in last and last.count("<h2>Group ") == 20 and "Group g0000" in last
+
+
+def test_a_plans_schemas_are_shown_as_moved_with_their_ids_and_refusals_and_not_without_registries():
+    moved = {"subjects": 1200, "versions": 3400, "ids_total": 3400, "translated": 3399,
+             "ids": [[n, n + 7] for n in range(200)], "refused": ["subject a-value: the target holds something else"],
+             "stored_ms": 1_800_000_000_000}
+    html = migration_pages.migration_page(FlowView.page_of({**_snapshot(10), "schemas": moved}), "", "/k/")
+    section = html.split("<div id='schemas'>")[1]
+    assert "1,200 subject(s), 3,400 version(s)" in section and "3,399 of them translated" in section
+    assert "subject a-value: the target holds something else" in section
+    assert section.count("<tr>") - 1 == 200 and "200 of 3,400 schema ids shown" in section
+    assert "<div id='schemas'>" not in migration_pages.migration_page(FlowView.page_of(_snapshot(10)), "", "/k/")

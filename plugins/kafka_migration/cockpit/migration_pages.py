@@ -186,7 +186,21 @@ def migration_page(snapshot: dict[str, Any], strip: str, prefix: str) -> str:
             f"<div id='partitions'>{partitions_section(snapshot, prefix)}</div>"
             f"<h2>Backfill</h2><div id='backfills'>{backfills_table(snapshot)}</div>"
             f"<h2>Checkpoints (MirrorMaker 2 format)</h2><div id='checkpoints'>{checkpoints_table(snapshot)}</div>")
+    if snapshot.get("schemas") is not None:
+        body += f"<h2>Schemas</h2><div id='schemas'>{schemas_section(snapshot['schemas'])}</div>"
     return page(f"Migration {snapshot['plan']}", body, nav=plan_nav(snapshot["plan"], prefix))
+
+
+def schemas_section(moved: dict[str, Any]) -> str:
+    """The last move of the plan's subjects to the target registry: counts, the subjects it could not move, and
+    the ids (source id -> target id) it shows."""
+    summary = (f"<p>{count(moved['subjects'])} subject(s), {count(moved['versions'])} version(s) on the target "
+               f"registry; {count(moved['ids_total'])} schema id(s), {count(moved['translated'])} of them "
+               "translated.</p>")
+    refused = "".join(f"<p class='problem'>{esc(sentence)}</p>" for sentence in moved["refused"])
+    rows = [[count(source), count(target)] for source, target in moved["ids"]]
+    return summary + refused + table(["source id", "target id"], rows, numeric={0, 1}, empty="no schema id") \
+        + _more(len(rows), moved["ids_total"], "schema ids")
 
 
 # ------------------------------------------------------------------ cutover

@@ -28,7 +28,7 @@ class PrepareSchemasOperator(MigrationOperator):
         from mirror_engine.schemas import RegistryError
 
         hook = self.hook()
-        source_config, _target_config = hook.client_configs()
+        source_config, target_config = hook.client_configs()
         try:
             planned = prepare_schemas(hook.plan, source_config, apply=False)
             self.log.info("the target registry's changes:\n%s", "\n".join(planned.lines()))
@@ -36,7 +36,7 @@ class PrepareSchemasOperator(MigrationOperator):
                 raise AirflowFailException(f"nothing changed: {planned.plan.refused}")
             if flag(self.dry_run):
                 return {"subjects": len(planned.subjects), "dry_run": True}
-            applied = prepare_schemas(hook.plan, source_config, apply=True)
+            applied = prepare_schemas(hook.plan, source_config, apply=True, target_config=target_config)
         except RegistryError as error:
             raise AirflowFailException(str(error)) from None
         self.log.info("%s", "\n".join(applied.lines()))
