@@ -66,12 +66,14 @@ def sample_slot(key: bytes | None, value: bytes | None) -> int:
 
 def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tuple[int, int]], fraction: float,
                       untimed: frozenset[str] = frozenset(), untimestamped: set[str] | None = None,
-                      rewrites: RecordRewrites | None = None) -> Fingerprints:
+                      rewrites: RecordRewrites | None = None, unmapped: dict[tuple[str, int], int] | None = None,
+                      ) -> Fingerprints:
     """(offsets, 64-bit fingerprints) of the records in [start, end) of each (topic, partition), read by one
     consumer. Records of the `untimed` topics are fingerprinted without their timestamp; with `fraction` below 1
     only the records whose `sample_slot` falls in it are kept (the same records on both sides). Topics holding
     records without a timestamp (format v0) are added to `untimestamped`. `rewrites`: the source's records as
-    their copies carry them (the plan's schema ids, translated; looked up, never moved)."""
+    their copies carry them (the plan's schema ids, translated; looked up, never moved), and the records whose id
+    did not map are counted per partition in `unmapped`."""
     found: Fingerprints = {key: (array("q"), array("q")) for key in wanted}
     # The ranges still being read, with what their records need, taken in one lookup per record: the range's end,
     # whether it is fingerprinted without timestamps, and the appends of its arrays.
@@ -120,8 +122,11 @@ def read_fingerprints(config: dict[str, str], wanted: dict[tuple[str, int], tupl
                 if stamp_type == TIMESTAMP_NOT_AVAILABLE and untimestamped is not None:
                     untimestamped.add(key[0])
                 key_bytes, value = message.key(), message.value()
-                if rewrite is not None:
+                if rewrite is not None and rewrites is not None:
+                    before = rewrites.unmapped
                     key_bytes, value = rewrite(key_bytes, value)
+                    if unmapped is not None and rewrites.unmapped != before:
+                        unmapped[key] = unmapped.get(key, 0) + 1
                 if keep_all or sample_slot(key_bytes, value) < keep_below:
                     add_offset(offset)
                     add_fp(record_hash(key_bytes, value, message.headers(), -1 if timeless else stamp))
@@ -142,9 +147,10 @@ def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], tar
     whose records are fingerprinted without their timestamp, on both sides. `schemas`: the plan's registries
     (`RecordRewrites.shipped`): records compare modulo the id mapping."""
     untimestamped: set[str] = set()
+    unmapped: dict[tuple[str, int], int] = {}
     source = read_fingerprints(source_config, {(r.topic, r.partition): (r.source_start, r.source_end)
                                                for r in ranges}, fraction, untimed, untimestamped,
-                               RecordRewrites.from_shipped(schemas, read_only=True))
+                               RecordRewrites.from_shipped(schemas, read_only=True), unmapped)
     target = read_fingerprints(target_config, {(r.target_topic, r.partition): (r.target_start, r.target_end)
                                                for r in ranges}, fraction,
                                frozenset(r.target_topic for r in ranges if r.topic in untimed))
@@ -153,6 +159,7 @@ def pair_ranges(ranges: list[PartitionRange], source_config: dict[str, str], tar
         s_off, s_fp = source[(r.topic, r.partition)]
         t_off, t_fp = target[(r.target_topic, r.partition)]
         findings[(r.topic, r.partition)] = pair_partition(s_off, s_fp, t_off, t_fp, MAX_MISMATCHES)
+        findings[(r.topic, r.partition)].unmapped = unmapped.get((r.topic, r.partition), 0)
     return findings, untimestamped
 
 

@@ -29,6 +29,7 @@ class PartitionFindings:
     extra: list[int] = field(default_factory=list)  # target offsets
     extra_on_source: list[bool] = field(default_factory=list)  # per extra record: its fingerprint is on the source
     out_of_order: list[int] = field(default_factory=list)  # source offsets
+    unmapped: int = 0  # source records whose schema id did not map to the target's (compared as they are)
 
 
 def _occurrences(fps: np.ndarray) -> np.ndarray:

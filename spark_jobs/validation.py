@@ -55,6 +55,7 @@ class PartitionResult:
     duplicates: int = 0
     changed: list[tuple[int, int]] = field(default_factory=list)  # (source offset, target offset)
     out_of_order: list[int] = field(default_factory=list)  # source offsets
+    unmapped: int = 0  # source records whose schema id did not map (`schemas`), compared as they are
 
     @property
     def clean(self) -> bool:
@@ -65,7 +66,7 @@ class PartitionResult:
             "topic": self.topic, "partition": self.partition, "clean": self.clean,
             "source_records": self.source_records, "target_records": self.target_records,
             "missing": len(self.missing), "extra": len(self.extra), "duplicates": self.duplicates,
-            "changed": len(self.changed), "out_of_order": len(self.out_of_order),
+            "changed": len(self.changed), "out_of_order": len(self.out_of_order), "unmapped": self.unmapped,
             "first_missing": self.missing[:FIRST_FEW], "first_extra": self.extra[:FIRST_FEW],
             "first_changed": [list(pair) for pair in self.changed[:FIRST_FEW]],
             "first_out_of_order": self.out_of_order[:FIRST_FEW],
@@ -88,7 +89,7 @@ class ValidationReport:
         rows = [p.summary() for p in self.partitions]
         totals = {kind: sum(row[kind] for row in rows)
                   for kind in ("source_records", "target_records", "missing", "extra", "duplicates", "changed",
-                               "out_of_order")}
+                               "out_of_order", "unmapped")}
         return {"plan": self.plan, "mode": self.mode, "sample_fraction": self.sample_fraction, "clean": self.clean,
                 "totals": totals, "notes": self.notes, "partitions": rows}
 
@@ -147,6 +148,7 @@ def result_from_findings(topic: str, partition: int, found: PartitionFindings,
     result.extra = sorted(extras)
     result.duplicates = sum(1 for on_source in extras.values() if on_source)
     result.out_of_order = sorted(found.out_of_order)
+    result.unmapped = found.unmapped
     return result
 
 

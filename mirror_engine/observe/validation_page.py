@@ -39,7 +39,7 @@ def render_validation_section(report: dict[str, Any]) -> str:
 <p>Mode: {report["mode"]}{f" (fraction {report['sample_fraction']})" if report["mode"] == "sample" else ""}.
 Source records {totals["source_records"]}, target records {totals["target_records"]}; missing {totals["missing"]},
 extra {totals["extra"]} (of which duplicates {totals["duplicates"]}), changed {totals["changed"]},
-out of order {totals["out_of_order"]}.</p>
+out of order {totals["out_of_order"]}{_unmapped(totals)}.</p>
 {"".join(f"<p>Note: {html.escape(note)}.</p>" for note in report.get("notes", []))}
 <h2>Records per partition</h2>
 <svg width="{width}" height="{_CHART_HEIGHT + 40}" role="img" aria-label="source and target records per partition">
@@ -93,3 +93,9 @@ def _firsts(row: dict[str, Any]) -> str:
         if row.get(kind):
             parts.append(f"{label} {row[kind]}")
     return "; ".join(parts)
+
+
+def _unmapped(totals: dict) -> str:
+    """The records whose schema id did not map to the target's (a plan with registries), compared as they are."""
+    count = totals.get("unmapped", 0)
+    return f"; {count} source record(s) whose schema id did not map, compared as they are" if count else ""

@@ -453,7 +453,8 @@ def test_the_spark_backfill_translates_ids_as_the_engine_does_and_the_validation
     framed = [(i % PARTITIONS, b"k%d" % i, b"\x00" + source_id.to_bytes(4, "big") + i.to_bytes(8, "big"))
               for i in range(20_000)]
     _produce_raw(source, topic, framed)
-    data = _schema_plan(source, target, registry_pair, topic)
+    # A record whose id the source registry does not know is copied as it is (`unknown_ids: copy`).
+    data = _schema_plan(source, target, registry_pair, topic, unknown_ids="copy")
     data["backfill"], data["engine"] = {"topics": [topic]}, {"refresh_interval_s": 1}
     plan_path = _write_plan(data, tmp_path)
 
@@ -464,8 +465,9 @@ def test_the_spark_backfill_translates_ids_as_the_engine_does_and_the_validation
         _wait_for_snapshot(data, target, topic)
         _produce_raw(source, topic, [(p, b"new", b"\x00" + source_id.to_bytes(4, "big") + b"n")
                                      for p in range(PARTITIONS)])  # after the snapshot: the engine's share
+        _produce_raw(source, topic, [(0, b"unknown", b"\x00" + (999_999).to_bytes(4, "big") + b"u")])
         assert backfill.main(["--plan", str(plan_path)]) == 0
-        _wait_copied(target, topic, len(framed) + PARTITIONS)
+        _wait_copied(target, topic, len(framed) + PARTITIONS + 1)
     finally:
         replicator.stop()
         runner.join(60)
@@ -473,14 +475,16 @@ def test_the_spark_backfill_translates_ids_as_the_engine_does_and_the_validation
     target_id = RegistryClient({"url": target_registry.url}).lookup(f"{topic}-value", reading)
     assert target_id is not None and target_id[0] != source_id
     for partition in range(PARTITIONS):
-        expected = [(r.offset, r.key, b"\x00" + target_id[0].to_bytes(4, "big") + r.value[5:], r.timestamp)
+        expected = [(r.offset, r.key, r.value if r.key == b"unknown" else
+                     b"\x00" + target_id[0].to_bytes(4, "big") + r.value[5:], r.timestamp)
                     for r in read_partition(source, topic, partition)]
         assert [(r.offset, r.key, r.value, r.timestamp) for r in read_partition(target, topic, partition)] == expected
     # Both sides compared as the copies carry the records: clean, in Spark.
     reports = tmp_path / "reports"
     assert validate.main(["--plan", str(plan_path), "--report-dir", str(reports)]) == 0
     report = json.loads(next(reports.glob("*.json")).read_text())
-    assert report["totals"]["source_records"] == len(framed) + PARTITIONS, report["totals"]
+    assert report["totals"]["source_records"] == len(framed) + PARTITIONS + 1, report["totals"]
+    assert report["totals"]["unmapped"] == 1 and report["clean"], report["totals"]
 
 
 def _produce_raw(cluster, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:
