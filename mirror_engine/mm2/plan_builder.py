@@ -9,7 +9,7 @@ from typing import Any
 from mirror_engine.mm2.client_settings import client_config
 from mirror_engine.mm2.flows import enabled_flows, plan_name
 from mirror_engine.mm2.naming import alias_problems, naming_fields, same_cluster_problem
-from mirror_engine.mm2.settings import KeyInfo
+from mirror_engine.mm2.settings import PROJECT_FLOW, REGISTRY_PREFIX, KeyInfo
 from mirror_engine.mm2.values import PLAN_CLIENT_SETTINGS
 from mirror_engine.plan import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCLUDES, MM2_CONFIG_EXCLUDES
 
@@ -157,6 +157,33 @@ def _record_fields(builder: PlanBuilder, problems: list[str]) -> None:
                         "record; the engine copies records unchanged, so remove them or keep running MM2")
 
 
+def _schemas_fields(builder: PlanBuilder, problems: list[str]) -> None:
+    """The flow's schema registries, from the project's own keys: `<alias>.mirror-engine.schema.registry.url` (and
+    the registry client's settings beside it) for both clusters, and `mirror-engine.schemas.*` for the flow."""
+    registries: dict[str, dict[str, Any]] = {}
+    for side, alias in (("source", builder.source), ("target", builder.target)):
+        prefix = f"{alias}.{REGISTRY_PREFIX}"
+        found = {key[len(prefix):]: str(value) for key, value in builder.values.items() if key.startswith(prefix)}
+        if found:
+            url = found.pop("url", None)
+            registries[side] = {"url": url, "client": found} if url else {"client": found}
+            builder.origins[f"schemas.{side}"] = f"{prefix}url"
+    if not registries:
+        return
+    missing = [alias for side, alias in (("source", builder.source), ("target", builder.target))
+               if "url" not in registries.get(side, {})]
+    if missing:
+        problems.append(f"{missing[0]}.{REGISTRY_PREFIX}url: the flow {builder.flow} names a schema registry for "
+                        f"one of its clusters only: give {missing[0]}'s too")
+        return
+    builder.data["schemas"] = registries
+    for key in PROJECT_FLOW:
+        found_value = builder.lookup(key)
+        if found_value is not None:
+            field = key.removeprefix("mirror-engine.schemas.").replace(".", "_")
+            builder.put(f"schemas.{field}", found_value[1], found_value[0])
+
+
 def build_plan_fields(builder: PlanBuilder, problems: list[str], warnings: list[str]) -> set[str]:
     """Fill the builder's plan dict; return the plan paths left out because of a problem already reported."""
     values = builder.values
@@ -184,6 +211,7 @@ def build_plan_fields(builder: PlanBuilder, problems: list[str], warnings: list[
                 copied[0] if copied else "heartbeats.replication.enabled")
     _periodic_fields(builder, warnings)
     _return_flow_field(builder)
+    _schemas_fields(builder, problems)
     if (lag := builder.lookup("offset.lag.max")) is not None:
         builder.put("engine.offset_lag_max", lag[1], lag[0])
 

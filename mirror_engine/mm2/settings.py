@@ -24,7 +24,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MM2_PACKAGE", "KeyInfo", "Setting", "classify_key", "cluster_client_setting"]
+__all__ = ["MM2_PACKAGE", "PROJECT_FLOW", "REGISTRY_PREFIX", "KeyInfo", "Setting", "classify_key",
+           "cluster_client_setting"]
 
 MM2_PACKAGE = "org.apache.kafka.connect.mirror."
 _INT_RANGE = (-(2**31), 2**31 - 1)
@@ -225,6 +226,24 @@ _WORKER_CLIENT_SHARED = frozenset({
 })
 
 
+# ---- The project's own keys (MM2 has no schema registry settings): `mirror-engine.` before the name -----------
+PROJECT_PREFIX = "mirror-engine."
+# Under a cluster alias: that cluster's schema registry, `<alias>.mirror-engine.schema.registry.url` and the
+# registry client's settings beside it (basic.auth.user.info, bearer.auth.token, ssl.*).
+REGISTRY_PREFIX = PROJECT_PREFIX + "schema.registry."
+# At top level or for one flow: how the flow's schemas move (the plan's `schemas` section).
+PROJECT_FLOW: dict[str, Setting] = {
+    "mirror-engine.schemas.ids": Setting("choice", mapped=True, choices=("translate", "keep")),
+    "mirror-engine.schemas.subject.strategy": Setting("choice", mapped=True,
+                                                      choices=("topic_name", "record_name", "topic_record_name")),
+    "mirror-engine.schemas.subjects": Setting("list", mapped=True),
+    "mirror-engine.schemas.unknown.ids": Setting("choice", mapped=True, choices=("stop", "copy")),
+    "mirror-engine.schemas.compatibility": Setting("bool", mapped=True),
+    "mirror-engine.schemas.soft.deleted": Setting("bool", mapped=True),
+}
+_PROJECT_NOTE = "the project's own setting (MM2 has none for schema registries)"
+
+
 @dataclass(frozen=True)
 class KeyInfo:
     """Where a key applies, how MM2 parses it (`spec`, None if MM2 does not parse it there), and its role."""
@@ -274,6 +293,8 @@ def _unknown(scope: Literal["top", "cluster", "flow"], owner: str, name: str, ca
 
 
 def _top_level(key: str) -> KeyInfo | None:
+    if key in PROJECT_FLOW:
+        return KeyInfo("top", "", key, PROJECT_FLOW[key], "used", _PROJECT_NOTE)
     spec = TOP.get(key) or CONNECTOR.get(key) or SECURITY.get(key) or cluster_client_setting(key)
     if spec is not None:
         return KeyInfo("top", "", key, spec, "used")
@@ -297,6 +318,8 @@ def _top_level(key: str) -> KeyInfo | None:
 
 
 def _cluster_level(alias: str, name: str) -> KeyInfo:
+    if _prefixed(name, (REGISTRY_PREFIX,)):
+        return KeyInfo("cluster", alias, name, Setting("text", mapped=True), "used", _PROJECT_NOTE)
     spec = cluster_client_setting(name)
     if spec is not None or name in ("client.id", "exactly.once.source.support"):
         return KeyInfo("cluster", alias, name, spec or WORKER[name], "used")
@@ -323,6 +346,8 @@ def _cluster_level(alias: str, name: str) -> KeyInfo:
 def _flow_level(flow: str, name: str) -> KeyInfo:
     if name == "enabled":
         return KeyInfo("flow", flow, name, Setting("bool", mapped=True), "used")
+    if name in PROJECT_FLOW:
+        return KeyInfo("flow", flow, name, PROJECT_FLOW[name], "used", _PROJECT_NOTE)
     spec = CONNECTOR.get(name) or _client_prefixed(name)
     if spec is not None:
         return KeyInfo("flow", flow, name, spec, "used")

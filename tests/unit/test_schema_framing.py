@@ -73,3 +73,36 @@ def test_a_registry_named_by_its_airflow_connection_needs_airflow():
         plan.schemas.registry_settings()
     with pytest.raises(PlanError, match=r"give url .* or conn_id"):
         plan_from_dict({**base, "schemas": {"source": {}, "target": {"url": "http://y"}}})
+
+
+MM2_FILE = """clusters = a, b
+a.bootstrap.servers = a:9092
+b.bootstrap.servers = b:9092
+a->b.enabled = true
+a.mirror-engine.schema.registry.url = http://reg-a:8081
+a.mirror-engine.schema.registry.basic.auth.user.info = app:${env:REGISTRY_SECRET}
+b.mirror-engine.schema.registry.url = http://reg-b:8081/apis/ccompat/v7
+mirror-engine.schemas.ids = KEEP
+a->b.mirror-engine.schemas.unknown.ids = copy
+config.providers = env
+config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+"""
+
+
+def test_an_mm2_file_names_its_registries_with_the_projects_own_keys(monkeypatch):
+    from mirror_engine.mm2 import import_mm2_properties
+
+    monkeypatch.setenv("REGISTRY_SECRET", "s3cret")
+    imported = import_mm2_properties(MM2_FILE, "flows.properties")
+    schemas = imported.plan.schemas
+    assert schemas is not None and (schemas.ids, schemas.unknown_ids) == ("keep", "copy")
+    assert schemas.registry_settings() == (
+        {"url": "http://reg-a:8081", "basic.auth.user.info": "app:s3cret"},
+        {"url": "http://reg-b:8081/apis/ccompat/v7"})
+    assert not [w for w in imported.warnings if "mirror-engine" in w], imported.warnings
+    one_sided = MM2_FILE.replace("b.mirror-engine.schema.registry.url = http://reg-b:8081/apis/ccompat/v7\n", "")
+    with pytest.raises(PlanError, match=r"b\.mirror-engine\.schema\.registry\.url: the flow a->b names a schema "
+                                        r"registry for one of its clusters only"):
+        import_mm2_properties(one_sided, "flows.properties")
+    no_registries = import_mm2_properties(MM2_FILE.split("a.mirror-engine")[0], "flows.properties")
+    assert no_registries.plan.schemas is None
