@@ -165,6 +165,9 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
     _produce(source, events, json_serializer, event_values)
     _produce(source, payments, ProtobufSerializer(_payment_type(), source_client, PROTOBUF), _payments(80))
 
+    # A subject's own compatibility level moves with it.
+    RegistryClient({"url": source_registry.url}).set_compatibility("FORWARD", f"{unique_name}-events-value")
+
     data = _schema_plan(source, target, registry_pair, unique_name)
     plan = plan_from_dict(data)
 
@@ -177,6 +180,7 @@ def test_translated_ids_keep_every_record_readable_on_the_target_and_new_schemas
     assert not RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value")
     assert main(["schemas", "--plan", str(plan_path)]) == 0
     assert RegistryClient({"url": target_registry.url}).versions(f"{unique_name}-orders-value") == [1]
+    assert RegistryClient({"url": target_registry.url}).compatibility(f"{unique_name}-events-value") == "FORWARD"
     # What moved is kept on the target, where the cockpit's plan page reads it.
     view = FlowView(plan, source.client_config(), target.client_config())
     try:
@@ -246,6 +250,12 @@ def test_kept_ids_move_the_whole_registry_into_an_empty_target(kafka_pair, regis
         source_client = SchemaRegistryClient({"url": source_registry.url})
         _produce(source, events, JSONSerializer(json.dumps(EVENT), source_client), [{"kind": "k", "n": 1}] * 20)
         _produce(source, payments, ProtobufSerializer(_payment_type(), source_client, PROTOBUF), _payments(30))
+        # Into a target that already holds subjects (the session's), Apicurio cannot keep ids: refused first.
+        not_empty = _write_plan(_schema_plan(source, target, registry_pair, unique_name, ids="keep"), tmp_path)
+        before = RegistryClient({"url": registry_pair[1].url}).subjects()
+        assert main(["schemas", "--plan", str(not_empty)]) == 1
+        assert "choose ids: translate" in capsys.readouterr().err
+        assert RegistryClient({"url": registry_pair[1].url}).subjects() == before
         data = _schema_plan(source, target, (source_registry, empty_target), unique_name, ids="keep")
         plan_path = _write_plan(data, tmp_path)
         assert main(["schemas", "--plan", str(plan_path), "--dry-run"]) == 0
@@ -513,3 +523,35 @@ def test_a_registry_of_more_than_a_thousand_subjects_is_listed_whole(tmp_path):
         assert len(client.subjects()) == 1005
     finally:
         registry.stop()
+
+
+
+def test_a_version_the_target_would_refuse_as_incompatible_is_refused_first_and_soft_deleted_ones_move(
+        kafka_pair, registry_pair, unique_name, tmp_path, capsys):
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    strict, loose = f"{unique_name}-strict", f"{unique_name}-loose"
+    create_topics(source, [NewTopic(strict, PARTITIONS, 1), NewTopic(loose, PARTITIONS, 1)])
+    source_client, target_client = RegistryClient({"url": source_registry.url}), RegistryClient(
+        {"url": target_registry.url})
+    first = _avro_schema({"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]})
+    second = _avro_schema({"type": "record", "name": "S", "fields": [{"name": "b", "type": "string"}]})
+    source_client.set_compatibility("NONE", f"{strict}-value")
+    for schema in (first, second):  # the source took a second version that breaks the first
+        source_client.register(f"{strict}-value", schema)
+    target_client.register(f"{strict}-value", first)
+    target_client.set_compatibility("BACKWARD", f"{strict}-value")
+    # A subject whose first version was soft-deleted on the source.
+    source_client.register(f"{loose}-value", first)
+    source_client.set_compatibility("NONE", f"{loose}-value")
+    source_client.register(f"{loose}-value", second)
+    source_client.soft_delete(f"{loose}-value", 1)
+
+    data = _schema_plan(source, target, registry_pair, unique_name, compatibility=False, soft_deleted=True)
+    plan_path = _write_plan(data, tmp_path)
+    assert main(["schemas", "--plan", str(plan_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"subject {strict}-value" in out and "incompatible" in out, out
+    assert target_client.versions(f"{strict}-value") == [1]  # unchanged
+    assert target_client.versions(f"{loose}-value") == [2] and target_client.versions(f"{loose}-value",
+                                                                                      deleted=True) == [1, 2]
