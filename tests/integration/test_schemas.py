@@ -555,3 +555,48 @@ def test_a_version_the_target_would_refuse_as_incompatible_is_refused_first_and_
     assert target_client.versions(f"{strict}-value") == [1]  # unchanged
     assert target_client.versions(f"{loose}-value") == [2] and target_client.versions(f"{loose}-value",
                                                                                       deleted=True) == [1, 2]
+
+
+def test_a_schema_the_target_refuses_mid_run_stops_only_the_partition_that_needs_it(
+        kafka_pair, registry_pair, unique_name):
+    source, target = kafka_pair
+    source_registry, target_registry = registry_pair
+    strict, other = f"{unique_name}-strict", f"{unique_name}-other"
+    create_topics(source, [NewTopic(strict, PARTITIONS, 1), NewTopic(other, PARTITIONS, 1)])
+    source_client, target_client = RegistryClient({"url": source_registry.url}), RegistryClient(
+        {"url": target_registry.url})
+    first = _avro_schema({"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}]})
+    breaking = _avro_schema({"type": "record", "name": "T", "fields": [{"name": "b", "type": "string"}]})
+    source_client.set_compatibility("NONE", f"{strict}-value")
+    first_id = source_client.register(f"{strict}-value", first)
+    other_id = source_client.register(f"{other}-value", first)
+
+    def frame(schema_id: int) -> bytes:
+        return b"\x00" + schema_id.to_bytes(4, "big")
+
+    _produce_raw(source, strict, [(p, b"k", frame(first_id) + b"1") for p in range(PARTITIONS)])
+    plan = plan_from_dict(_schema_plan(source, target, registry_pair, unique_name, compatibility=False))
+    replicator = Replicator(plan, source.client_config(), target.client_config())
+    runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
+    runner.start()
+    try:
+        _wait_copied(target, strict, PARTITIONS)
+        # The target's rules are stricter than the source's: the source's next version breaks them.
+        target_client.set_compatibility("BACKWARD", f"{strict}-value")
+        breaking_id = source_client.register(f"{strict}-value", breaking)
+        _produce_raw(source, strict, [(0, b"k", frame(breaking_id) + b"2"), (1, b"k", frame(first_id) + b"3")])
+        _produce_raw(source, other, [(p, b"k", frame(other_id) + b"4") for p in range(PARTITIONS)])
+        _wait_copied(target, other, PARTITIONS)
+        deadline = time.monotonic() + 60
+        while not replicator.states[(strict, 0)].failed and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _wait_copied(target, strict, PARTITIONS + 1)  # partition 1's new record: its schema moved long ago
+        stopped = replicator.states[(strict, 0)].failed
+        assert f"{strict}[0]: the record at offset 1 cannot be copied" in stopped, stopped
+        assert "incompatible" in stopped, stopped
+        assert not replicator.states[(strict, 1)].failed and not replicator.faults.fatal
+        assert end_offsets(target, strict, PARTITIONS) == [1, 2]
+    finally:
+        replicator.stop()
+        runner.join(60)
+    assert target_client.versions(f"{strict}-value") == [1]  # the refused version was not registered
