@@ -140,7 +140,10 @@ def compute_actions(
                 "configs": dict(topic.configs) if plan.sync.configs else {},
             }))
             continue
-        if remote in target.topics_with_data and remote not in managed_topics and not plan.sync.reuse_existing_topics:
+        # A heartbeats replica (`src.heartbeats`) is every flow's from that source alias, as MM2 writes it: records
+        # in it are other flows' beats, never a reason to stop this one.
+        if remote in target.topics_with_data and remote not in managed_topics and not plan.sync.reuse_existing_topics \
+                and not policy.is_heartbeats_topic(remote):
             problems.append(
                 f"topic '{remote}': already exists on the target and holds records that this migration did not "
                 "copy; empty or delete it, or set sync.reuse_existing_topics: true to copy into it anyway"

@@ -95,3 +95,13 @@ def test_a_separator_that_makes_illegal_topic_names_is_refused_at_load(separator
     with pytest.raises(PlanError) as raised:
         _plan(replication_policy={"type": "default", "separator": separator})
     assert raised.value.problems[0].startswith("replication_policy.separator: "), raised.value.problems
+
+
+def test_a_heartbeats_replica_holding_other_flows_beats_is_no_reason_to_stop_but_a_data_topic_is():
+    plan = _plan(replication_policy={"type": "default"}, engine={"replicate_heartbeats": True})
+    source = _cluster({"heartbeats": 1, "orders": 1})
+    target = ClusterState(1, {"src.heartbeats": TopicState("src.heartbeats", 1, 1),
+                              "src.orders": TopicState("src.orders", 1, 1)}, None,
+                          frozenset({"src.heartbeats", "src.orders"}), frozenset({"src.heartbeats", "src.orders"}))
+    problems = compute_actions(plan, source, target).problems
+    assert problems and all("'src.orders'" in problem for problem in problems), problems
