@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kafka_local.cluster import ClusterStartError, free_port
 from kafka_local.maven import cache_dir
-from kafka_local.nodes import reap
+from kafka_local.nodes import stop_process
 
 __all__ = ["REGISTRY_VERSION", "SchemaRegistryServer", "registry_app", "registry_java", "start_registry"]
 
@@ -132,22 +132,8 @@ class SchemaRegistryServer:
             return False
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        if self.pid <= 0:
-            return
-        try:
-            os.kill(self.pid, 15)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            reap(self.pid)
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.2)
-        os.kill(self.pid, 9)
-        reap(self.pid)
+        # Its command line names its home (java.io.tmpdir): a reused pid is never signalled.
+        stop_process("schema registry", self.pid, self.home, timeout_s)
 
 
 def start_registry(home: Path, timeout_s: float = 120.0, port: int = 0) -> SchemaRegistryServer:
