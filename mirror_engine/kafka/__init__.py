@@ -48,7 +48,13 @@ from mirror_engine.kafka.groups import (
     plan_groups,
     undescribable_groups,
 )
-from mirror_engine.kafka.internal_reader import InternalTopicReader, MalformedRecord, decoded, read_to_end
+from mirror_engine.kafka.internal_reader import (
+    InternalTopicReader,
+    MalformedRecord,
+    decoded,
+    last_timestamp,
+    read_to_end,
+)
 from mirror_engine.kafka.internal_writer import write_records
 from mirror_engine.kafka.old_brokers import acl_sync_skipped, config_sync_skipped, too_old
 from mirror_engine.kafka.partitions import TopicPartitionKey
@@ -143,6 +149,7 @@ __all__ = [
     "holds_no_groups",
     "in_batches",
     "is_engine_group",
+    "last_timestamp",
     "leave_group",
     "list_offsets",
     "list_topic_metadata",

@@ -84,6 +84,8 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"[:200]
 
 
+LAST_RECORD_WINDOW = 64  # offsets read back from a partition's end for its last record (`last_timestamp`)
+
 # For a reader fetching in the background (`available()`): the broker holds a fetch at the end of the log up to this
 # long, and answers it as soon as a record arrives.
 BACKGROUND_FETCH_WAIT = {"fetch.wait.max.ms": 500}
@@ -126,6 +128,31 @@ def read_to_end(config: dict[str, str], topic: str, timeout_s: float = 30.0, sin
                     return records
                 else:
                     raise RuntimeError(f"reading {topic}: {error.str()}")
+    finally:
+        consumer.close()
+
+
+def last_timestamp(config: dict[str, str], topic: str, partition: int, end: int, timeout_s: float = 30.0,
+                   group_id: str = "mirror-engine-reader") -> int | None:
+    """The timestamp of the last committed record of a partition ending at `end` (None: none in its last
+    `LAST_RECORD_WINDOW` offsets, which transaction markers alone fill only after that many aborted writes)."""
+    consumer = _consumer(config, group_id)
+    try:
+        deadline = time.monotonic() + timeout_s
+        assign_known(consumer, [TopicPartition(topic, partition, max(0, end - LAST_RECORD_WINDOW))], timeout_s)
+        last = None
+        while True:
+            batch = consume_available(consumer, 0.2)
+            if not batch and time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic}[{partition}] stopped short of its end after {timeout_s:.0f} s")
+            for message in batch:
+                error = message.error()
+                if error is None:
+                    last = message.timestamp()[1]
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return last
+                else:
+                    raise RuntimeError(f"reading {topic}[{partition}]: {error.str()}")
     finally:
         consumer.close()
 

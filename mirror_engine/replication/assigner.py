@@ -222,7 +222,7 @@ class PartitionAssigner:
         latest = {key: bound[1] for key, bound in bounds.items()}
         self.targets.producers_know(new)
         starts = self.positions.fresh([key for key in new if key not in self.stored], self.initial_partitions,
-                                      earliest, latest)
+                                      earliest, latest, target_ends)
         gaps = {key: gap(self.stored.get(key), ids.get(key[0], ""), earliest[key], latest[key]) for key in new}
         reconciled = self.positions.reconcile([key for key in new if not gaps[key]], self.stored, target_ends)
         assignment, stopped = [], []

@@ -16,8 +16,8 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_engine.flow import PartitionProgress
-from mirror_engine.kafka import TopicPartitionKey, list_offsets
-from mirror_engine.plan import MigrationPlan
+from mirror_engine.kafka import TopicPartitionKey, last_timestamp, list_offsets
+from mirror_engine.plan import HEARTBEATS_TOPIC, MigrationPlan
 from mirror_engine.replication.clients import EngineClients
 from mirror_engine.replication.delivery import DeliveryMode
 from mirror_engine.replication.partition_state import PartitionState
@@ -45,15 +45,24 @@ class StartPositions:
         self.delivery = delivery
 
     def fresh(self, fresh: list[TopicPartitionKey], initial_partitions: set[TopicPartitionKey],
-              earliest: dict[TopicPartitionKey, int],
-              latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
+              earliest: dict[TopicPartitionKey, int], latest: dict[TopicPartitionKey, int],
+              target_ends: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
         """Partitions without stored progress start at the plan's start, or at their beginning when they
         appeared after this engine started (a new topic or added partitions: all their records are new). The
         source's `earliest` and `latest` offsets of the partitions are known already: only a start at a time asks
-        the source again, once for all of them. `initial_partitions`: those there when this engine started."""
+        the source again, once for all of them. `initial_partitions`: those there when this engine started.
+
+        A heartbeats partition whose replica holds beats already starts after the last beat there
+        (`_after_copied_beats`): every flow from this source alias copies the same heartbeats topic into the same
+        replica (`src.heartbeats`), so those beats are an earlier flow's copies, and copying from the beginning
+        again would double them."""
+        beats_copied = {key for key in fresh if key[0] == HEARTBEATS_TOPIC
+                        and target_ends.get((self.targets.name(key[0]), key[1]), 0) > 0}
+        fresh = [key for key in fresh if key not in beats_copied]
         start = self.plan.engine.start_from
         at_plan_start = [key for key in fresh if key in initial_partitions]
-        starts = {key: earliest[key] for key in fresh if key not in initial_partitions}
+        starts = self._after_copied_beats(beats_copied, target_ends, latest)
+        starts.update((key, earliest[key]) for key in fresh if key not in initial_partitions)
         if start == "earliest":
             starts.update((key, earliest[key]) for key in at_plan_start)
         elif start == "latest":
@@ -63,6 +72,24 @@ class StartPositions:
             offsets = list_offsets(self.clients.source_admin, [TopicPartition(*key) for key in at_plan_start],
                                    OffsetSpec.for_timestamp(millis))
             starts.update((key, offset if offset >= 0 else latest[key]) for key, offset in offsets.items())
+        return starts
+
+    def _after_copied_beats(self, keys: set[TopicPartitionKey], target_ends: dict[TopicPartitionKey, int],
+                            latest: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
+        """Where these heartbeats partitions go on: at the first source beat written after the last one their
+        replica holds (a beat is written once, by one writer, at its time), so the beats no flow copied yet (those
+        written since, or after an earlier flow stopped) arrive once. The source's end when the replica's last beat
+        is not found."""
+        starts = {key: latest[key] for key in keys}
+        for topic, partition in sorted(keys):  # one partition, as MM2 creates the topic
+            replica = self.targets.name(topic)
+            last_ms = last_timestamp(self.clients.target_config, replica, partition, target_ends[(replica, partition)])
+            if last_ms is None:
+                continue
+            [offset] = list_offsets(self.clients.source_admin, [TopicPartition(topic, partition)],
+                                    OffsetSpec.for_timestamp(last_ms + 1)).values()
+            if offset >= 0:  # else no beat was written since: the source's end
+                starts[(topic, partition)] = offset
         return starts
 
     def reconcile(self, keys: list[TopicPartitionKey], stored: dict[TopicPartitionKey, PartitionProgress],

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import NewTopic
 
 from mirror_engine.flow import InternalTopics, load_progress
+from mirror_engine.mm2 import Heartbeat
 from mirror_engine.observe import LatencyError, last_heartbeat, measure_latency
 from mirror_engine.plan import plan_from_dict
 from mirror_engine.replication import Replicator
@@ -73,12 +74,8 @@ def test_sigterm_stops_cleanly_and_a_restart_copies_nothing_twice(kafka_pair, un
         assert [r.content() for r in read_partition(target, topic, partition)] == expected
 
 
-def test_heartbeats_show_the_flow_alive_and_its_latency(kafka_pair, unique_name):
-    source, target = kafka_pair
-    topic = f"{unique_name}-beat"
-    create_topics(source, [NewTopic(topic, 1, 1)])
-    plan = make_plan(source, target, topic, engine={"replicate_heartbeats": True, "refresh_interval_s": 1,
-                                                    "heartbeat_interval_s": 0.5})
+def _run_until_a_beat_arrives(plan, source, target):
+    """Run a flow until a heartbeat it wrote to the source reached the target; its latency, with the flow stopped."""
     replicator = Replicator(plan, source.client_config(), target.client_config())
     runner = threading.Thread(target=replicator.run, kwargs={"max_seconds": 120})
     runner.start()
@@ -91,18 +88,44 @@ def test_heartbeats_show_the_flow_alive_and_its_latency(kafka_pair, unique_name)
             frame = sys._current_frames().get(runner.ident or 0)
             stack = "".join(traceback.format_stack(frame)) if frame is not None else "(the engine's thread ended)"
             pytest.fail(f"{error}\nthe engine's thread:\n{stack}")
-        assert latency.replica_topic == "src.heartbeats"
-        assert 0 < latency.latency_ms < 60_000
         beat = last_heartbeat(target.client_config(), plan)
         assert beat is not None and (beat.source_alias, beat.target_alias) == ("src", "tgt")
         assert time.time() * 1000 - beat.timestamp_ms < 5_000, "the running engine's last heartbeat is stale"
+        return latency
     finally:
         replicator.stop()
         runner.join(60)
-    # The heartbeat written to the source arrived in the replica as it was: same key, value and timestamp.
-    source_beats = read_partition(source, "heartbeats", 0)
-    replica_beats = read_partition(target, "src.heartbeats", 0)
-    assert [r.content() for r in replica_beats] == [r.content() for r in source_beats]
+
+
+def test_heartbeats_show_the_flow_alive_and_its_latency(kafka_pair, unique_name):
+    source, target = kafka_pair
+    engine = {"replicate_heartbeats": True, "refresh_interval_s": 1, "heartbeat_interval_s": 0.5}
+    # An earlier flow from the same source alias (another plan, so progress of its own) filled the heartbeats
+    # replica first: every flow from `src` copies the source's `heartbeats` into `src.heartbeats`.
+    create_topics(source, [NewTopic(f"{unique_name}-early", 1, 1), NewTopic(f"{unique_name}-beat", 1, 1)])
+    earlier = make_plan(source, target, f"{unique_name}-early", name="earlier", engine=engine)
+    _run_until_a_beat_arrives(earlier, source, target)
+    copied_before = len(read_partition(target, "src.heartbeats", 0))
+    # A beat written while no flow runs (by an MM2 flow into `src`, say): the next flow copies it.
+    between = Heartbeat("tgt", "src", int(time.time() * 1000) + 1)
+    produce(source, "heartbeats", [(0, between.record_key(), between.record_value(), None, between.timestamp_ms)])
+
+    latency = _run_until_a_beat_arrives(make_plan(source, target, f"{unique_name}-beat", engine=engine),
+                                        source, target)
+    assert latency.replica_topic == "src.heartbeats"
+    assert 0 < latency.latency_ms < 60_000
+    # Each heartbeat written to the source arrived in the replica as it was (same key, value and timestamp), once:
+    # the second flow went on after the beats the first had copied, and copied every beat since, the one written
+    # between the flows first.
+    source_beats = [r.content() for r in read_partition(source, "heartbeats", 0)]
+    replica_beats = [r.content() for r in read_partition(target, "src.heartbeats", 0)]
+    assert 0 < copied_before < len(replica_beats)
+    assert len(set(replica_beats)) == len(replica_beats), "a heartbeat was copied twice"
+    at = iter(source_beats)
+    assert all(beat in at for beat in replica_beats), "the replica's beats are not the source's, in its order"
+    assert replica_beats[copied_before][:2] == (between.record_key(), between.record_value())
+    since = [b for b in source_beats if between.timestamp_ms <= b[3] <= replica_beats[-1][3]]
+    assert len(since) > 1 and set(since) <= set(replica_beats)
 
 
 def test_latency_needs_heartbeats_copied(kafka_pair, unique_name):
