@@ -136,16 +136,21 @@ class SchemaRegistryServer:
         stop_process("schema registry", self.pid, self.home, timeout_s)
 
 
-def start_registry(home: Path, timeout_s: float = 120.0, port: int = 0) -> SchemaRegistryServer:
+def start_registry(home: Path, timeout_s: float = 120.0, port: int = 0, oauth_issuer: str = "") -> SchemaRegistryServer:
     """Start an empty registry in `home` (its log: `registry.log`) on `port` (0: a free one); return once it
-    reports itself ready."""
+    reports itself ready. With `oauth_issuer` (an OpenID issuer, the harness's `OAuthServer.issuer`) every request
+    needs a bearer token of that issuer: the registry's own OIDC authentication."""
     app, java = registry_app(), registry_java()
     home.mkdir(parents=True, exist_ok=True)
     server = SchemaRegistryServer(str(home), port or free_port(), free_port())
     command = [java, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                f"-Dquarkus.http.port={server.port}", "-Dquarkus.http.host=127.0.0.1",
                f"-Dquarkus.management.port={server.management_port}", "-Dquarkus.management.host=127.0.0.1",
-               f"-Djava.io.tmpdir={home}", "-jar", str(app / "quarkus-run.jar")]
+               f"-Djava.io.tmpdir={home}"]
+    if oauth_issuer:
+        command += ["-Dquarkus.oidc.tenant-enabled=true", f"-Dquarkus.oidc.auth-server-url={oauth_issuer}",
+                    "-Dquarkus.oidc.client-id=registry"]
+    command += ["-jar", str(app / "quarkus-run.jar")]
     with open(home / "registry.log", "ab") as log_out:
         process = subprocess.Popen(command, cwd=home, stdout=log_out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)

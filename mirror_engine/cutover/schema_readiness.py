@@ -17,8 +17,8 @@ class RegistriesAnswer(ReadinessCheck):
         if plan.schemas is None:
             raise ValueError("the plan names no schema registries")
         source, target = plan.schemas.registry_settings()
-        self._registries = {"source": RegistryClient(source, timeout_s=5), "target": RegistryClient(target,
-                                                                                                    timeout_s=5)}
+        self._registries = {side: RegistryClient(settings, timeout_s=5, name=side)
+                            for side, settings in (("source", source), ("target", target))}
 
     def check(self) -> Readiness:
         silent = []

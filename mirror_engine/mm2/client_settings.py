@@ -18,7 +18,7 @@ from typing import Any
 
 from mirror_engine.security import JaasConfigError, KeystoreError, keystore_to_pem, parse_jaas_config, truststore_to_pem
 
-__all__ = ["client_config"]
+__all__ = ["client_config", "registry_client_config"]
 
 
 _JAAS_LOGIN_MODULES = {
@@ -231,3 +231,22 @@ def client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: li
         _jaas_credentials(alias, settings, client, problems)
     _tls_settings(alias, settings, os.environ if environ is None else environ, client, problems)
     return {name: value for name, (value, _key) in client.items()}
+
+
+# Java's TLS settings, as Confluent's Java registry client takes them after its `schema.registry.` prefix.
+_JAVA_TLS = frozenset({"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+                       "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.type",
+                       "ssl.keystore.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                       "ssl.key.password", "ssl.endpoint.identification.algorithm"})
+
+
+def registry_client_config(alias: str, settings: dict[str, tuple[str, Any]], problems: list[str],
+                           environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A schema registry's client settings from an MM2 file's `<alias>.mirror-engine.schema.registry.*`
+    (`settings`: name after that prefix -> (key, value)): Java's trust and key stores converted as a cluster's
+    are, the rest (Confluent's login keys, or PEM files named as librdkafka names them) as they are."""
+    client: _Client = {}
+    _tls_settings(alias, settings, os.environ if environ is None else environ, client, problems)
+    java = _JAVA_TLS - ({"ssl.key.password"} if "ssl.key.location" in settings else set())
+    kept = {name: str(value) for name, (_key, value) in settings.items() if name not in java}
+    return {**kept, **{name: value for name, (value, _key) in client.items()}}

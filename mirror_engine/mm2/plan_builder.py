@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mirror_engine.mm2.client_settings import client_config
+from mirror_engine.mm2.client_settings import client_config, registry_client_config
 from mirror_engine.mm2.flows import enabled_flows, plan_name
 from mirror_engine.mm2.naming import alias_problems, naming_fields, same_cluster_problem
 from mirror_engine.mm2.settings import PROJECT_FLOW, REGISTRY_PREFIX, KeyInfo
@@ -163,9 +163,11 @@ def _schemas_fields(builder: PlanBuilder, problems: list[str]) -> None:
     registries: dict[str, dict[str, Any]] = {}
     for side, alias in (("source", builder.source), ("target", builder.target)):
         prefix = f"{alias}.{REGISTRY_PREFIX}"
-        found = {key[len(prefix):]: str(value) for key, value in builder.values.items() if key.startswith(prefix)}
-        if found:
-            url = found.pop("url", None)
+        given = {key[len(prefix):]: (key, str(value)) for key, value in builder.values.items()
+                 if key.startswith(prefix)}
+        if given:
+            url = given.pop("url", ("", None))[1]
+            found = registry_client_config(alias, given, problems)
             registries[side] = {"url": url, "client": found} if url else {"client": found}
             builder.origins[f"schemas.{side}"] = f"{prefix}url"
     if not registries:

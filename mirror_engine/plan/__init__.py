@@ -17,7 +17,7 @@ from mirror_engine.plan.policy import (
 )
 from mirror_engine.plan.principals import map_principal
 from mirror_engine.plan.regexes import RegexError, check_pattern, compile_any
-from mirror_engine.plan.registries import REGISTRY_CLIENT_KEYS, RegistrySpec, SchemasSpec
+from mirror_engine.plan.registries import RegistrySpec, SchemasSpec
 from mirror_engine.plan.schedules import schedule_problem
 from mirror_engine.plan.sections import FROM_PLAN, MM2_CONFIG_EXCLUDES, EngineSpec
 from mirror_engine.plan.times import aware_time
@@ -29,7 +29,6 @@ __all__ = [
     "FROM_PLAN",
     "HEARTBEATS_TOPIC",
     "MM2_CONFIG_EXCLUDES",
-    "REGISTRY_CLIENT_KEYS",
     "ClusterSpec",
     "DefaultReplicationPolicy",
     "EngineSpec",

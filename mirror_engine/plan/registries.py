@@ -11,16 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from mirror_engine.plan.clusters import resolve_env
 from mirror_engine.plan.errors import PlanError
 from mirror_engine.plan.field_checks import StrictModel, check_regexes
-
-# The settings a registry client takes, named as Confluent's schema registry clients name them.
-REGISTRY_CLIENT_KEYS = frozenset({
-    "basic.auth.user.info",  # "user:password"
-    "bearer.auth.token",
-    "ssl.ca.location",
-    "ssl.certificate.location",
-    "ssl.key.location",
-    "ssl.key.password",
-})
+from mirror_engine.security import REGISTRY_CLIENT_KEYS, SecurityError, read_registry_security
 
 
 class RegistrySpec(StrictModel):
@@ -42,8 +33,6 @@ class RegistrySpec(StrictModel):
         if unknown:
             raise ValueError(f"client: unknown setting {unknown[0]!r}; a registry client takes "
                              f"{', '.join(sorted(REGISTRY_CLIENT_KEYS))}")
-        if "basic.auth.user.info" in self.client and "bearer.auth.token" in self.client:
-            raise ValueError("client: give basic.auth.user.info or bearer.auth.token, not both")
         return self
 
     def settings(self, where: str) -> dict[str, str]:
@@ -54,6 +43,10 @@ class RegistrySpec(StrictModel):
         settings = {"url": resolve_env(self.url, f"{where}.url").rstrip("/")}
         for key, value in self.client.items():
             settings[key] = resolve_env(value, f"{where}.client.{key}")
+        try:  # read as a client reads them: a sentence naming the key now, before any request
+            read_registry_security(where, settings)
+        except SecurityError as error:
+            raise PlanError(where, [f"{where}.client.{problem}" for problem in error.problems]) from None
         return settings
 
 

@@ -3,18 +3,20 @@
 Apicurio's own admin export/import, which keeps ids across instances.
 
 Standard library only (urllib, imported at the first request: an engine without registries never loads it,
-nor ssl). Basic auth,
-a bearer token and mTLS come from the settings Confluent's clients take (`basic.auth.user.info`, ...); a
-credential never appears in an error, which names the registry's address and the request's path only.
+nor ssl). The registry's TLS (a CA, a client certificate for mTLS) and its login (basic, a bearer token, or
+tokens fetched with client credentials) are read into the clusters' security model (`read_registry_security`)
+from the settings Confluent's clients take; a credential never appears in an error, which names the registry's
+address and the request's path only.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from mirror_engine.security import RegistryLogins, SecurityError, read_registry_security, registry_ssl_context
 
 if TYPE_CHECKING:
     import ssl
@@ -80,27 +82,25 @@ class SubjectVersion:
 
 @dataclass
 class RegistryClient:
-    """One registry: `settings` as the plan renders them (`url`, and `basic.auth.user.info`, `bearer.auth.token`,
-    `ssl.*` as Confluent's clients name them)."""
+    """One registry (`name`: which side, for sentences): `settings` as the plan renders them (`url`, and the client
+    settings Confluent's clients take, `REGISTRY_CLIENT_KEYS`). SecurityError, naming the key, for settings that
+    cannot be used."""
 
     settings: dict[str, str]
     timeout_s: float = 30.0
+    name: str = "registry"
     _context: ssl.SSLContext | None = field(default=None, init=False, repr=False)
+    _logins: RegistryLogins = field(init=False, repr=False)
 
     @property
     def url(self) -> str:
         return self.settings["url"].rstrip("/")
 
     def __post_init__(self) -> None:
+        security = read_registry_security(self.name, self.settings)
+        self._logins = RegistryLogins(security, self.timeout_s)
         if self.url.startswith("https://"):
-            import ssl
-
-            context = ssl.create_default_context(cafile=self.settings.get("ssl.ca.location") or None)
-            if self.settings.get("ssl.certificate.location"):
-                context.load_cert_chain(self.settings["ssl.certificate.location"],
-                                        self.settings.get("ssl.key.location") or None,
-                                        self.settings.get("ssl.key.password") or None)
-            self._context = context
+            self._context = registry_ssl_context(security)
 
     # The Confluent-compatible API.
     def subjects(self, deleted: bool = False) -> list[str]:
@@ -218,11 +218,12 @@ class RegistryClient:
         headers = {"Accept": accept}
         if data is not None:
             headers["Content-Type"] = content_type
-        if self.settings.get("basic.auth.user.info"):
-            token = base64.b64encode(self.settings["basic.auth.user.info"].encode()).decode()
-            headers["Authorization"] = f"Basic {token}"
-        elif self.settings.get("bearer.auth.token"):
-            headers["Authorization"] = f"Bearer {self.settings['bearer.auth.token']}"
+        try:
+            authorization = self._logins.header()
+        except SecurityError as error:  # its token endpoint refused or did not answer: said as the registry's
+            raise RegistryError(str(error)) from None
+        if authorization:
+            headers["Authorization"] = authorization
         request = urllib.request.Request(url, data, headers, method=method)
         where = f"{method} {url.split('?')[0]}"
         try:

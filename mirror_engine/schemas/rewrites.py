@@ -20,7 +20,7 @@ RecordRewrite = Callable[[bytes | None, bytes | None], tuple[bytes | None, bytes
 def mover_for(spec: SchemasSpec) -> SchemaMover:
     """The plan's registries as clients, and what moves between them."""
     source, target = spec.registry_settings()
-    return SchemaMover(spec, RegistryClient(source), RegistryClient(target))
+    return SchemaMover(spec, RegistryClient(source, name="source"), RegistryClient(target, name="target"))
 
 
 class RecordRewrites:
@@ -53,7 +53,8 @@ class RecordRewrites:
         if shipped is None:
             return None
         spec = SchemasSpec.model_validate(shipped["spec"])
-        return cls(SchemaMover(spec, RegistryClient(shipped["source"]), RegistryClient(shipped["target"])),
+        return cls(SchemaMover(spec, RegistryClient(shipped["source"], name="source"),
+                               RegistryClient(shipped["target"], name="target")),
                    read_only)
 
     def of(self, topic: str) -> RecordRewrite:

@@ -14,6 +14,13 @@ from mirror_engine.security.keystores import (
 from mirror_engine.security.librdkafka import librdkafka_config, security_config
 from mirror_engine.security.model import ClusterSecurity, MskIamLogin, OidcLogin, SecurityError
 from mirror_engine.security.reader import read_security
+from mirror_engine.security.registry import (
+    REGISTRY_CLIENT_KEYS,
+    RegistryLogins,
+    RegistrySecurity,
+    read_registry_security,
+    registry_ssl_context,
+)
 from mirror_engine.security.secrets import (
     REDACTED,
     RedactingFilter,
@@ -28,12 +35,15 @@ from mirror_engine.security.secrets import (
 
 __all__ = [
     "REDACTED",
+    "REGISTRY_CLIENT_KEYS",
     "ClusterSecurity",
     "JaasConfigError",
     "KeystoreError",
     "MskIamLogin",
     "OidcLogin",
     "RedactingFilter",
+    "RegistryLogins",
+    "RegistrySecurity",
     "SecurityError",
     "StagedCluster",
     "java_options",
@@ -45,8 +55,10 @@ __all__ = [
     "printable",
     "printable_lines",
     "private_dir",
+    "read_registry_security",
     "read_security",
     "redact",
+    "registry_ssl_context",
     "remember_secrets",
     "remove_private_dir",
     "secret_values",

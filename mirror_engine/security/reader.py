@@ -26,7 +26,7 @@ from mirror_engine.security.model import (
     is_true,
 )
 
-_TLS_KEYS = {
+TLS_KEYS = {
     "ssl.ca.location": "ca_location", "ssl.ca.pem": "ca_pem",
     "ssl.certificate.location": "certificate_location", "ssl.certificate.pem": "certificate_pem",
     "ssl.key.location": "key_location", "ssl.key.pem": "key_pem", "ssl.key.password": "key_password",
@@ -39,7 +39,7 @@ _AWS_KEYS = ("aws.region", "aws.profile", "aws.role.arn")
 _OTHER_SECURITY_KEYS = ("ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
                         UNSAFE_SKIP_HOSTNAME, "security.protocol", "sasl.mechanism", "sasl.mechanisms",
                         "sasl.username", "sasl.password", "bootstrap.servers")
-_KNOWN = {*_TLS_KEYS, *_OAUTH_KEYS, *_AWS_KEYS, *_OTHER_SECURITY_KEYS}
+_KNOWN = {*TLS_KEYS, *_OAUTH_KEYS, *_AWS_KEYS, *_OTHER_SECURITY_KEYS}
 # b-1.name.abc123.c2.kafka.eu-west-1.amazonaws.com, boot-x.c1.kafka-serverless.us-east-1.amazonaws.com
 _MSK_HOST = re.compile(r"\.kafka(?:-serverless)?\.([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com(?:\.cn)?(?::\d+)?$")
 _MECHANISMS_SHOWN = "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM"
@@ -54,8 +54,8 @@ def msk_region(bootstrap: str) -> str | None:
     return None
 
 
-def _tls(config: dict[str, str], problems: list[str]) -> Tls | None:
-    values = {attribute: config[key] for key, attribute in _TLS_KEYS.items() if config.get(key)}
+def read_tls(config: dict[str, str], problems: list[str]) -> Tls | None:
+    values = {attribute: config[key] for key, attribute in TLS_KEYS.items() if config.get(key)}
     algorithm = config.get("ssl.endpoint.identification.algorithm")
     if algorithm is not None and algorithm.strip().lower() != "https":
         problems.append(f"ssl.endpoint.identification.algorithm: {algorithm!r} turns off the check that the "
@@ -157,10 +157,10 @@ def read_security(cluster: str, settings: Mapping[str, Any]) -> ClusterSecurity:
         problems.append(f"security.protocol: {config['security.protocol']!r} is not one of {', '.join(_PROTOCOLS)}")
         protocol = "PLAINTEXT"
     tls = None
-    tls_keys = [key for key in (*_TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME)
+    tls_keys = [key for key in (*TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME)
                 if config.get(key)]
     if protocol.endswith("SSL"):
-        tls = _tls(config, problems)
+        tls = read_tls(config, problems)
     elif tls_keys:
         problems.append(f"{tls_keys[0]}: TLS settings, but security.protocol is {protocol}: write SSL or SASL_SSL")
     login = _login(config, bootstrap, protocol, problems)

@@ -600,3 +600,79 @@ def test_a_schema_the_target_refuses_mid_run_stops_only_the_partition_that_needs
         replicator.stop()
         runner.join(60)
     assert target_client.versions(f"{strict}-value") == [1]  # the refused version was not registered
+
+
+def test_registries_over_mtls_and_client_credentials_tokens(kafka_pair, registry_pair, oauth_server, unique_name,
+                                                            tmp_path, capsys):
+    """The source registry behind mTLS (a client certificate required), the target requiring bearer tokens of an
+    OpenID issuer: subjects move with the settings Confluent's clients take, from a plan and from an MM2 file
+    (Java's JKS stores, converted as a cluster's are); a missing certificate or a refused client is a sentence
+    naming the key, with no secret in it and nothing changed."""
+    from kafka_local.tls import KEY_PASSWORD, STORE_PASSWORD, make_tls_files
+    from kafka_local.tls_front import TlsFront
+    from tests.integration.plans import cluster_section
+
+    source, target = kafka_pair
+    files = make_tls_files(tmp_path / "tls")
+    front = TlsFront(files, registry_pair[0].port)
+    guarded = start_registry(tmp_path / "oidc-registry", oauth_issuer=oauth_server.issuer)
+    try:
+        subject = f"{unique_name}-orders-value"
+        RegistryClient({"url": registry_pair[0].url}).register(
+            subject, _avro_schema({"type": "record", "name": "Order", "fields": [{"name": "id", "type": "int"}]}))
+        create_topics(source, [NewTopic(f"{unique_name}-orders", 1, 1)])
+        source_tls = {"ssl.ca.location": str(files.ca), "ssl.certificate.location": str(files.client_certificate),
+                      "ssl.key.location": str(files.client_key), "ssl.key.password": KEY_PASSWORD}
+        tokens = {"bearer.auth.credentials.source": "OAUTHBEARER",
+                  "bearer.auth.issuer.endpoint.url": oauth_server.token_url,
+                  "bearer.auth.client.id": "mirror", "bearer.auth.client.secret": "registry-secret-4711",
+                  "bearer.auth.scope": "registry"}
+        data = plan_dict(source, target, unique_name)
+        data["schemas"] = {"source": {"url": front.url("/apis/ccompat/v7"), "client": source_tls},
+                           "target": {"url": guarded.url, "client": tokens}}
+
+        assert main(["schemas", "--plan", str(_write_plan(data, tmp_path))]) == 0, capsys.readouterr()
+        with_token = RegistryClient({"url": guarded.url, **tokens})
+        assert with_token.versions(subject) == [1]
+
+        # Without its client certificate the source refuses the handshake; without a login the target answers 401.
+        for side, client in (("source", {"ssl.ca.location": str(files.ca)}), ("target", {})):
+            refused = json.loads(json.dumps(data))
+            refused["schemas"][side]["client"] = client
+            assert main(["schemas", "--dry-run", "--plan", str(_write_plan(refused, tmp_path))]) == 3
+            said = capsys.readouterr()
+            assert ("did not answer" if side == "source" else "401") in said.out + said.err, said
+        wrong = json.loads(json.dumps(data))
+        wrong["schemas"]["target"]["client"]["bearer.auth.client.secret"] = ""
+        assert main(["schemas", "--dry-run", "--plan", str(_write_plan(wrong, tmp_path))]) != 0
+        said = capsys.readouterr()
+        assert "schemas.target.client.bearer.auth.client.secret" in said.out + said.err, said
+
+        # The same flow from an MM2 file: the source registry's Java keystore and truststore (JKS).
+        second = f"{unique_name}-invoices-value"
+        RegistryClient({"url": registry_pair[0].url}).register(
+            second, _avro_schema({"type": "record", "name": "Invoice", "fields": []}))
+        create_topics(source, [NewTopic(f"{unique_name}-invoices", 1, 1)])
+        prefix = "mirror-engine.schema.registry"
+        mm2 = tmp_path / "mm2.properties"
+        mm2.write_text("\n".join([
+            "clusters = src, tgt",
+            f"src.bootstrap.servers = {cluster_section('src', source)['bootstrap_servers']}",
+            f"tgt.bootstrap.servers = {cluster_section('tgt', target)['bootstrap_servers']}",
+            "src->tgt.enabled = true",
+            f"src->tgt.topics = {unique_name}-invoices",
+            f"src.{prefix}.url = {front.url('/apis/ccompat/v7')}",
+            f"src.{prefix}.ssl.keystore.location = {files.client_keystore_jks}",
+            f"src.{prefix}.ssl.keystore.password = {STORE_PASSWORD}",
+            f"src.{prefix}.ssl.truststore.location = {files.truststore_jks}",
+            f"src.{prefix}.ssl.truststore.password = {STORE_PASSWORD}",
+            f"tgt.{prefix}.url = {guarded.url}",
+            *(f"tgt.{prefix}.{key} = {value}" for key, value in tokens.items()), ""]))
+        assert main(["schemas", "--mm2-config", str(mm2), "--flow", "src->tgt"]) == 0, capsys.readouterr()
+        assert with_token.versions(second) == [1]
+        said = capsys.readouterr()
+        for secret in ("registry-secret-4711", STORE_PASSWORD, KEY_PASSWORD):
+            assert secret not in said.out + said.err
+    finally:
+        front.stop()
+        guarded.stop()

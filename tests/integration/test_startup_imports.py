@@ -77,6 +77,7 @@ EXPECTED = {
         "mirror_engine.security", "mirror_engine.security.jaas", "mirror_engine.security.java_client",
         "mirror_engine.security.job_files", "mirror_engine.security.keystores", "mirror_engine.security.librdkafka",
         "mirror_engine.security.model", "mirror_engine.security.msk_iam", "mirror_engine.security.reader",
+        "mirror_engine.security.registry",
         "mirror_engine.security.secrets", "mirror_engine.version",
     ],
     "dependencies": [

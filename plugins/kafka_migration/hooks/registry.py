@@ -14,8 +14,8 @@ class SchemaRegistryHook(BaseHook):
 
     Its host is the registry's Confluent-compatible API, a whole URL (`http://registry:8080/apis/ccompat/v7`) or a
     host name (then `http://`, the port, and the schema field as the path); a login and password become basic auth
-    (`basic.auth.user.info`); its extra holds the other settings Confluent's clients take (`bearer.auth.token`,
-    `ssl.ca.location`, `ssl.certificate.location`, `ssl.key.location`).
+    (`basic.auth.user.info`); its extra holds the other settings Confluent's clients take (`bearer.auth.token` or
+    the `bearer.auth.*` client credentials, `ssl.ca.location`, a client certificate: see the plan reference).
 
     :param registry_conn_id: the Airflow connection id.
     """
