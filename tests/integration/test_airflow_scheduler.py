@@ -413,6 +413,29 @@ def test_cockpit_requires_the_airflow_login(deployment):
     assert status == 200 and deployment.plan_name in [row["plan"] for row in overview], overview
 
 
+def test_airflows_connection_form_offers_the_schema_registry_type(deployment):
+    """The api-server's connection form lists `schema_registry` (the project's provider entry), with its fields
+    named for a registry; and the Add Connection form in a browser offers it."""
+    from tests.integration.airflow_services import browser_page
+
+    services = deployment.services
+    status, types = _get_json(services, "/ui/connections/hook_meta")
+    assert status == 200
+    [registry] = [t for t in types if t["connection_type"] == "schema_registry"]
+    assert registry["hook_name"] == "Schema registry (migration)"
+    assert registry["standard_fields"]["host"]["title"] == "URL", registry
+    assert "ccompat" in registry["standard_fields"]["host"]["placeholder"], registry
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/connections", wait_until="networkidle")
+        page.get_by_role("button", name="Add Connection").click()
+        page.get_by_text("Connection Type").first.wait_for()
+        page.get_by_role("combobox").first.click()
+        page.get_by_text("Schema registry (migration)").first.click(timeout=15_000)
+        dialog = page.get_by_role("dialog")
+        for label in ("URL", "User (basic auth)"):  # the form's fields, named for a registry
+            dialog.get_by_text(label, exact=True).first.wait_for(timeout=15_000)
+
+
 def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployment):
     """After the run: the cutover page shows each partition's proof as stored; a record lost on the target
     shows in the validation page at its partition and offset."""
