@@ -32,6 +32,7 @@ TLS_KEYS = {
     "ssl.key.location": "key_location", "ssl.key.pem": "key_pem", "ssl.key.password": "key_password",
     "ssl.keystore.location": "keystore_location", "ssl.keystore.password": "keystore_password",
 }
+TLS_SETTINGS = (*TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME)
 _OAUTH_KEYS = ("sasl.oauthbearer.method", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.client.id",
                "sasl.oauthbearer.client.secret", "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions",
                "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.config")
@@ -51,6 +52,17 @@ def msk_region(bootstrap: str) -> str | None:
         match = _MSK_HOST.search(server.strip().lower())
         if match:
             return match.group(1)
+    return None
+
+
+def tls_of(config: dict[str, str], problems: list[str], secured: bool, plain_because: str) -> Tls | None:
+    """The TLS of a connection that uses it (`secured`); one that does not takes no TLS setting: the first given is
+    named, followed by `plain_because` (why the connection is plain, and what to write)."""
+    if secured:
+        return read_tls(config, problems)
+    given = [key for key in TLS_SETTINGS if config.get(key)]
+    if given:
+        problems.append(f"{given[0]}: TLS settings, but {plain_because}")
     return None
 
 
@@ -156,13 +168,7 @@ def read_security(cluster: str, settings: Mapping[str, Any]) -> ClusterSecurity:
     if protocol not in _PROTOCOLS:
         problems.append(f"security.protocol: {config['security.protocol']!r} is not one of {', '.join(_PROTOCOLS)}")
         protocol = "PLAINTEXT"
-    tls = None
-    tls_keys = [key for key in (*TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME)
-                if config.get(key)]
-    if protocol.endswith("SSL"):
-        tls = read_tls(config, problems)
-    elif tls_keys:
-        problems.append(f"{tls_keys[0]}: TLS settings, but security.protocol is {protocol}: write SSL or SASL_SSL")
+    tls = tls_of(config, problems, protocol.endswith("SSL"), f"security.protocol is {protocol}: write SSL or SASL_SSL")
     login = _login(config, bootstrap, protocol, problems)
     mechanism = (config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "").strip().upper()
     if mechanism != AWS_MSK_IAM:

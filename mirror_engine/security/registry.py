@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mirror_engine.security.keystores import keystore_to_pem, write_private
-from mirror_engine.security.model import UNSAFE_SKIP_HOSTNAME, OidcLogin, SecurityError, Tls
-from mirror_engine.security.reader import TLS_KEYS, read_tls
+from mirror_engine.security.model import OidcLogin, SecurityError, Tls
+from mirror_engine.security.reader import TLS_SETTINGS, tls_of
 
 if TYPE_CHECKING:
     import ssl
@@ -28,8 +28,7 @@ __all__ = ["REGISTRY_CLIENT_KEYS", "BasicLogin", "RegistryLogins", "RegistrySecu
 _OIDC_KEYS = ("bearer.auth.issuer.endpoint.url", "bearer.auth.client.id", "bearer.auth.client.secret")
 _LOGIN_KEYS = ("basic.auth.user.info", "bearer.auth.token", "bearer.auth.credentials.source", *_OIDC_KEYS,
                "bearer.auth.scope")
-REGISTRY_CLIENT_KEYS = frozenset({*TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME,
-                                  *_LOGIN_KEYS})
+REGISTRY_CLIENT_KEYS = frozenset({*TLS_SETTINGS, *_LOGIN_KEYS})
 TOKEN_MARGIN_S = 30.0  # a fetched token is fetched again this long before it expires
 
 
@@ -107,13 +106,7 @@ def read_registry_security(registry: str, settings: Mapping[str, Any]) -> Regist
     problems = [f"{key}: not a registry client setting; a registry client takes {known}"
                 for key in sorted(set(config) - REGISTRY_CLIENT_KEYS - {"url"})]
     url = config.get("url", "").rstrip("/")
-    tls = None
-    tls_keys = [key for key in (*TLS_KEYS, "ssl.endpoint.identification.algorithm", UNSAFE_SKIP_HOSTNAME)
-                if config.get(key)]
-    if url.startswith("https://"):
-        tls = read_tls(config, problems)
-    elif tls_keys:
-        problems.append(f"{tls_keys[0]}: TLS settings, but the url {url!r} is not https://")
+    tls = tls_of(config, problems, url.startswith("https://"), f"the url {url!r} is not https://")
     login = _login(config, problems)
     if problems:
         raise SecurityError(registry, problems)
