@@ -119,7 +119,7 @@ class Deployment:
 
 
 @pytest.fixture(scope="module")
-def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
+def deployment(kafka_pair, registry_pair, tmp_path_factory) -> Iterator[Deployment]:
     source, target = kafka_pair
     suffix = uuid.uuid4().hex[:8]
     p = f"sched-{suffix}-"
@@ -143,6 +143,12 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
     (plans / "unreachable.yaml").write_text(yaml.safe_dump({
         "name": "unreachable", "source": {"alias": "dc1", "conn_id": "kafka_dc1"},
         "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": ["unreachable-.*"]}}))
+    # A plan whose records point into schema registries, named by Airflow connections (its pages are looked at;
+    # its DAG is not run). Named to sort after the plan above.
+    (plans / f"schemas{suffix}.yaml").write_text(yaml.safe_dump({
+        "name": f"schemas{suffix}", "source": {"alias": "src", "conn_id": "kafka_source"},
+        "target": {"alias": "tgt", "conn_id": "kafka_target"}, "topics": {"include": [f"pays-{suffix}-.*"]},
+        "schemas": {"source": {"conn_id": "registry_source"}, "target": {"conn_id": "registry_target"}}}))
     (dags / "migrations.py").symlink_to(ROOT / "dags" / "migrations.py")
     deploy_dag = f"deploy_{suffix}"
     (dags / "deploy.py").write_text(DEPLOY_DAG.format(group_id=suffix, plan=plan_name, group=p + "billing"))
@@ -153,6 +159,8 @@ def deployment(kafka_pair, tmp_path_factory) -> Iterator[Deployment]:
         "AIRFLOW_CONN_KAFKA_TARGET": json.dumps({"conn_type": "kafka",
                                                  "extra": {"bootstrap.servers": target.bootstrap}}),
         "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "AIRFLOW_CONN_REGISTRY_SOURCE": json.dumps({"conn_type": "schema_registry", "host": registry_pair[0].url}),
+        "AIRFLOW_CONN_REGISTRY_TARGET": json.dumps({"conn_type": "schema_registry", "host": registry_pair[1].url}),
     })
     deployment = Deployment(services, plan_file, plan_name, p + "orders", p + "billing", deploy_dag)
     try:
@@ -434,6 +442,41 @@ def test_airflows_connection_form_offers_the_schema_registry_type(deployment):
         dialog = page.get_by_role("dialog")
         for label in ("URL", "User (basic auth)"):  # the form's fields, named for a registry
             dialog.get_by_text(label, exact=True).first.wait_for(timeout=15_000)
+
+
+def test_a_plans_page_shows_its_schemas_moved(kafka_pair, registry_pair, deployment, tmp_path):
+    """The plan page of a plan with schema registries (named by Airflow connections) shows the last move of its
+    subjects: counts, and each schema id with the target's."""
+    from mirror_engine.cli import main
+    from mirror_engine.schemas import RegistryClient, Schema
+    from tests.integration.airflow_services import browser_page
+    from tests.integration.plans import plan_dict
+
+    source, target = kafka_pair
+    services, suffix = deployment.services, deployment.plan_name.removeprefix("sched")
+    name, topic = f"schemas{suffix}", f"pays-{suffix}-payments"
+    create_topics(source, [NewTopic(topic, 1, 1)])
+    def payment(name: str) -> Schema:
+        return Schema(json.dumps({"type": "record", "name": name, "fields": [{"name": "n", "type": "int"}]}))
+
+    for n in range(3):  # the target's ids run ahead of the source's, so the page shows translated ids
+        RegistryClient({"url": registry_pair[1].url}).register(f"filler-{suffix}-{n}-value", payment(f"Filler{n}"))
+    source_id = RegistryClient({"url": registry_pair[0].url}).register(f"{topic}-value", payment("Payment"))
+    # The same flow (name and aliases) with the registries' addresses: its move's report is the page's.
+    data = plan_dict(source, target, f"pays-{suffix}-", name=name)
+    data["schemas"] = {"source": {"url": registry_pair[0].url}, "target": {"url": registry_pair[1].url}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
+    assert main(["schemas", "--plan", str(tmp_path / "plan.yaml")]) == 0
+    found = RegistryClient({"url": registry_pair[1].url}).lookup(f"{topic}-value", payment("Payment"))
+    assert found is not None and found[0] != source_id
+    target_id = found[0]
+
+    with browser_page(services) as page:
+        page.goto(f"{services.url}/kafka-migrations/plans/{name}", wait_until="networkidle")
+        section = page.locator("#schemas")
+        _wait_for_text(section, r"1 subject\(s\), 1 version\(s\) on the target registry", 60)
+        assert re.search(rf"\b{source_id}\s+{target_id}\b", section.inner_text()), section.inner_text()
+        page.screenshot(path=str(REPORTS / "cockpit-schemas.png"), full_page=True)
 
 
 def test_cockpit_shows_the_switch_proofs_and_a_damaged_copy(kafka_pair, deployment):
